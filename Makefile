@@ -1,0 +1,38 @@
+# perceive: `make` builds into build/ (CLI at build/perceive); `make run`, `make test`.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all deps run test test-asan test-release bench clean check-reference
+
+all: $(BUILD)/Makefile
+	@$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS)
+
+$(BUILD)/Makefile:
+	@./tools/deps.sh
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+deps:
+	./tools/deps.sh
+
+run: all
+	./tools/run_demo.sh $(BUILD)/perceive
+
+# Release build + tests, then the same tests under ASan+UBSan.
+test: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DPERCEIVE_SANITIZE=ON $(CMAKE_ARGS)
+	$(MAKE) --no-print-directory -C $(BUILD_ASAN) -j$(JOBS)
+	cd $(BUILD_ASAN) && PV_SANITIZED=1 ctest --output-on-failure -j$(JOBS) -LE slow
+
+bench: all
+	./bench/run_models.sh $(BUILD)/perceive
+
+check-reference:
+	./tools/gen/make_fixtures.sh
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -1,0 +1,132 @@
+/*
+ * perceive: a C runtime for published perception models.
+ *
+ * This header is the public API and its spec. Worked example (run an ONNX graph):
+ *
+ *     pv_graph *g = NULL;
+ *     pv_graph_options opt = { .threads = 2 };
+ *     if (pv_graph_open("model.onnx", &opt, &g) != PV_OK) {
+ *         fprintf(stderr, "%s\n", pv_last_error());   // open failed: no handle exists
+ *         return 1;
+ *     }
+ *     float x[1 * 3 * 8 * 8] = {0};
+ *     pv_tensor in = { .name = "x", .dtype = PV_F32, .rank = 4, .dims = {1, 3, 8, 8}, .data = x };
+ *     pv_tensor out[4];
+ *     size_t n_out = 4;
+ *     if (pv_graph_run(g, &in, 1, out, &n_out) != PV_OK)
+ *         fprintf(stderr, "%s\n", pv_graph_errmsg(g));
+ *     // out[i].data points into g's arena: valid until the next run or close.
+ *     pv_graph_close(g);
+ *
+ * Ownership: every pointer passed in is borrowed for the duration of the call only, unless a
+ * function says otherwise. Every fallible call returns pv_status; outputs are out-params, last.
+ * Errors come with a message naming the field, node or value at fault (pv_graph_errmsg for a
+ * handle, pv_last_error for calls that have no handle yet, per thread).
+ */
+#ifndef PERCEIVE_H
+#define PERCEIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PV_VERSION "0.1.0"
+#define PV_MAX_RANK 8
+
+typedef enum {
+    PV_OK = 0,
+    PV_EINPUT,        /* the caller's input is wrong (the message names the field and value) */
+    PV_ENOWEIGHTS,    /* model artifacts not found */
+    PV_EFORMAT,       /* a file is malformed */
+    PV_ENOMEM,        /* an allocation failed */
+    PV_EUNSUPPORTED,  /* a valid input that perceive does not implement (op, attribute, dtype) */
+    PV_ECLOSED,       /* the handle was closed */
+    PV_EINTERNAL      /* a bug */
+} pv_status;
+
+const char *pv_status_str(pv_status s);
+
+typedef enum {
+    PV_F32 = 0, PV_F16, PV_BF16, PV_I64, PV_I32, PV_I8, PV_U8, PV_BOOL,
+    PV_DTYPE_COUNT
+} pv_dtype;
+
+const char *pv_dtype_name(pv_dtype t);
+size_t      pv_dtype_size(pv_dtype t);
+
+/* Tensor descriptor. strides are in bytes; all-zero strides mean "contiguous row-major". */
+typedef struct pv_tensor {
+    const char *name;                 /* graph input/output name (borrowed) */
+    pv_dtype    dtype;
+    int         rank;
+    int64_t     dims[PV_MAX_RANK];
+    int64_t     strides[PV_MAX_RANK];
+    void       *data;
+} pv_tensor;
+
+int64_t pv_tensor_numel(const pv_tensor *t);
+
+/* One allocator for everything perceive allocates. Pass NULL to restore libc's. Set it before
+ * opening any handle; memory is freed through the hook that allocated it. */
+typedef struct pv_allocator {
+    void *(*malloc_fn)(void *ud, size_t n);
+    void *(*realloc_fn)(void *ud, void *p, size_t n);
+    void  (*free_fn)(void *ud, void *p);
+    void *ud;
+} pv_allocator;
+void pv_set_allocator(const pv_allocator *a);
+
+/* Last error message of this thread, for calls that fail before a handle exists. */
+const char *pv_last_error(void);
+
+/* ---- ONNX graphs -------------------------------------------------------------------------- */
+typedef struct pv_graph pv_graph;
+
+typedef struct pv_graph_options {
+    int threads;        /* 0: all cores (or PERCEIVE_THREADS) */
+    int no_fuse;        /* 1: skip BatchNorm folding and activation fusion (for debugging) */
+} pv_graph_options;
+
+/* Loads and verifies an ONNX file (external data resolved next to it), runs the load-time
+ * passes. Plans are made per input-shape variant on first use and kept. */
+pv_status pv_graph_open(const char *path, const pv_graph_options *opt, pv_graph **out);
+pv_status pv_graph_open_memory(const void *buf, size_t len, const char *base_dir,
+                               const pv_graph_options *opt, pv_graph **out);
+
+int  pv_graph_num_inputs(const pv_graph *g);
+int  pv_graph_num_outputs(const pv_graph *g);
+/* Declared input/output i: name, dtype, rank; dims of -1 are dynamic. */
+pv_status pv_graph_input(const pv_graph *g, int i, pv_tensor *desc);
+pv_status pv_graph_output(const pv_graph *g, int i, pv_tensor *desc);
+
+/* Runs the graph. inputs: n_in tensors matched by name (or by position when name is NULL),
+ * contiguous. outputs: capacity *n_out; on return *n_out = number of graph outputs and each
+ * outputs[i] describes graph output i; its data lives in g's arena until the next run/close.
+ * Plans the input-shape variant if it is new (allocates then); otherwise allocates nothing. */
+pv_status pv_graph_run(pv_graph *g, const pv_tensor *inputs, size_t n_in,
+                       pv_tensor *outputs, size_t *n_out);
+
+/* Plan facts for the last run's variant: arena bytes, workspace bytes, nodes executed. */
+typedef struct pv_graph_stats {
+    size_t  arena_bytes;
+    size_t  workspace_bytes;
+    size_t  const_bytes;
+    int     nodes_total;
+    int     nodes_run;
+    int     plans;
+} pv_graph_stats;
+pv_status   pv_graph_stats_get(const pv_graph *g, pv_graph_stats *st);
+
+const char *pv_graph_errmsg(const pv_graph *g);
+void        pv_graph_close(pv_graph *g);   /* accepts NULL */
+
+/* Name of the instruction set the kernels were picked for ("avx512", "avx2", "scalar"). */
+const char *pv_isa(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,201 @@
+/* graph: the IR (values + nodes), the operator interface, attribute access, import, passes,
+ * plans and their replay. Prefix pvg_.
+ *
+ * Lifecycle (XNNPACK's create -> reshape -> setup -> run, as build -> plan -> bind -> run):
+ *   pvg_graph_load_onnx()   parse + validate the file into a pvg_graph (values, nodes)
+ *   pvg_passes_run()        constant folding, BatchNorm folding, activation fusion
+ *   pvg_plan_create()       for one set of input shapes: shape inference, per-variant folding,
+ *                           order, lifetimes, arena offsets, workspace; allocates the arena
+ *   pvg_plan_run()          binds inputs and replays the plan; allocates nothing
+ */
+#ifndef PVG_GRAPH_H
+#define PVG_GRAPH_H
+
+#include "core/core.h"
+
+/* ---- IR ----------------------------------------------------------------------------------- */
+typedef enum {
+    PVG_ATTR_UNDEF = 0, PVG_ATTR_FLOAT, PVG_ATTR_INT, PVG_ATTR_STRING, PVG_ATTR_TENSOR,
+    PVG_ATTR_FLOATS, PVG_ATTR_INTS, PVG_ATTR_STRINGS, PVG_ATTR_OTHER /* graphs, sparse... */
+} pvg_attr_type;
+
+typedef struct pvg_attr {
+    char         *name;
+    pvg_attr_type type;
+    int64_t       i;
+    float         f;
+    char         *s;        /* STRING (NUL-terminated copy) */
+    int64_t      *ints;     /* INTS */
+    float        *floats;   /* FLOATS */
+    char        **strings;  /* STRINGS */
+    int64_t       n;        /* element count of INTS / FLOATS / STRINGS */
+    pvc_tensor    t;        /* TENSOR: t.data owned by the graph */
+    bool          used;     /* set when an operator read it: unread attributes are refused */
+} pvg_attr;
+
+typedef enum { PVG_ACT_NONE = 0, PVG_ACT_RELU, PVG_ACT_LEAKY_RELU, PVG_ACT_CLIP } pvg_act_kind;
+typedef struct pvg_act { pvg_act_kind kind; float alpha, beta; } pvg_act; /* leaky: alpha; clip: [alpha, beta] */
+
+typedef struct pvg_value {
+    char      *name;
+    pvc_tensor decl;        /* declared dtype/rank/dims (dims -1 = unknown); rank -1 = unknown */
+    void      *data;        /* constant data (initializer / folded), aligned, owned; else NULL */
+    int        producer;    /* node index, or -1 */
+    bool       is_input, is_output, is_const;
+} pvg_value;
+
+typedef struct pvg_node {
+    char           *name;
+    char           *op_type;
+    char           *domain;     /* "" for the default ONNX domain */
+    const struct pvg_op *op;
+    int            *in;         /* value indexes; -1 = absent optional input */
+    int             nin;
+    int            *out;        /* value indexes; -1 = absent optional output */
+    int             nout;
+    pvg_attr       *attrs;
+    int             nattrs;
+    pvg_act         act;        /* fused activation, applied by ops flagged PVG_OP_FUSE_ACT */
+    bool            dead;       /* removed by a pass */
+} pvg_node;
+
+typedef struct pvg_graph {
+    pvg_value *values;  int nvalues, cap_values;
+    pvg_node  *nodes;   int nnodes,  cap_nodes;
+    int       *inputs;  int ninputs;    /* graph inputs that are not initializers */
+    int       *outputs; int noutputs;
+    int        opset;                   /* default-domain opset */
+    int64_t    ir_version;
+    char      *base_dir;                /* for external data */
+    void      *name_index;              /* value name -> index (hash), private to ir.c */
+    pvc_msg    msg;
+} pvg_graph;
+
+pv_status pvg_graph_create(pvg_graph **out);
+void      pvg_graph_free(pvg_graph *g);
+/* Finds or adds a value by name; -1 on allocation failure. "" is not a value (absent input). */
+int       pvg_value_get(pvg_graph *g, const char *name);
+int       pvg_value_find(const pvg_graph *g, const char *name);
+pv_status pvg_node_add(pvg_graph *g, const char *name, const char *op_type, const char *domain,
+                       int nin, int nout, pvg_node **out);
+pv_status pvg_graph_load_onnx(const void *buf, size_t len, const char *base_dir, pvg_graph **out,
+                              pvc_msg *msg);
+/* Binds every node to its operator; unknown op -> PV_EUNSUPPORTED naming node and op. */
+pv_status pvg_graph_bind_ops(pvg_graph *g);
+/* Topological order of live nodes into order (nnodes capacity); cycle -> PV_EFORMAT. */
+pv_status pvg_graph_toposort(pvg_graph *g, int *order, int *norder);
+
+/* ---- operators ---------------------------------------------------------------------------- */
+#define PVG_PARAMS_BYTES 1024
+
+/* Planning context for one node in one plan variant. */
+typedef struct pvg_prep {
+    pvg_graph        *g;
+    pvg_node         *node;
+    int               nin, nout;
+    const pvc_tensor *in;       /* input descriptors; .data set when the input is constant;
+                                   rank -1 for an absent optional input */
+    pvc_tensor       *out;      /* fill dtype, rank, dims (the planner sets strides/data) */
+    void             *params;   /* PVG_PARAMS_BYTES of zeroed scratch kept for run */
+    size_t            workspace;/* bytes of scratch run needs (ws, 64-byte aligned) */
+    int               opset;
+    pvc_msg          *msg;
+} pvg_prep;
+
+/* Execution context of one node. */
+typedef struct pvg_exec {
+    const pvg_node   *node;
+    const void       *params;
+    const pvc_tensor *in;       /* contiguous; absent optional inputs have rank -1, data NULL */
+    int               nin;
+    pvc_tensor       *out;
+    int               nout;
+    void             *ws;
+    pvc_pool         *pool;
+} pvg_exec;
+
+enum {
+    PVG_OP_ALIAS    = 1u << 0,  /* out[0] has in[0]'s bytes (Reshape...): no kernel call */
+    PVG_OP_INPLACE  = 1u << 1,  /* out[0] may share in[0]'s buffer (same size, elementwise) */
+    PVG_OP_FUSE_ACT = 1u << 2,  /* run applies node->act to its float output */
+    PVG_OP_NOFOLD   = 1u << 3   /* never evaluate at plan time */
+};
+
+typedef struct pvg_op {
+    const char *name;
+    const char *domain;         /* "" default ONNX domain */
+    unsigned    flags;
+    pv_status (*prepare)(pvg_prep *p);
+    pv_status (*run)(const pvg_exec *x);   /* may be NULL for PVG_OP_ALIAS */
+} pvg_op;
+
+/* Registry: the built-in table (ops.def) plus operators registered by bundles. */
+const pvg_op *pvg_op_lookup(const char *domain, const char *name);
+pv_status     pvg_op_register(const pvg_op *op);   /* for custom domains, e.g. "autoware" */
+
+/* Attribute access inside prepare. Absent -> default. A wrong attribute type is an error that
+ * names the node, op and attribute. Each call marks the attribute as used. */
+pv_status pvg_attr_int(pvg_prep *p, const char *name, int64_t def, int64_t *out);
+pv_status pvg_attr_float(pvg_prep *p, const char *name, float def, float *out);
+pv_status pvg_attr_string(pvg_prep *p, const char *name, const char *def, const char **out);
+/* *v = NULL, *n = 0 when absent. */
+pv_status pvg_attr_ints(pvg_prep *p, const char *name, const int64_t **v, int64_t *n);
+pv_status pvg_attr_floats(pvg_prep *p, const char *name, const float **v, int64_t *n);
+/* NULL when absent. */
+const pvc_tensor *pvg_attr_tensor(pvg_prep *p, const char *name);
+bool      pvg_attr_has(pvg_prep *p, const char *name);
+
+/* Errors from prepare: the message is prefixed "node 'NAME' (OP): ". */
+pv_status pvg_prep_fail(pvg_prep *p, pv_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* True when optional input i is given. */
+bool      pvg_has_in(const pvg_prep *p, int i);
+/* Reads constant integer input i (int64 or int32) into v (capacity cap); an input that is not
+ * constant is PV_EUNSUPPORTED ("data-dependent shape"). */
+pv_status pvg_in_const_ints(pvg_prep *p, int i, int64_t *v, int64_t cap, int64_t *n);
+/* Normalizes axis into [0, rank); out of range -> PV_EFORMAT naming the attribute. */
+pv_status pvg_axis(pvg_prep *p, int64_t axis, int rank, const char *what, int *out);
+/* Output i gets dtype and the given dims. */
+void      pvg_out_set(pvg_prep *p, int i, pv_dtype t, int rank, const int64_t *dims);
+/* Requires input i to have one of the dtypes in mask (bit = 1u << dtype). */
+pv_status pvg_check_dtype(pvg_prep *p, int i, unsigned mask);
+#define PVG_FLOATS  ((1u << PV_F32) | (1u << PV_F16) | (1u << PV_BF16))
+#define PVG_INTS    ((1u << PV_I64) | (1u << PV_I32) | (1u << PV_I8) | (1u << PV_U8))
+#define PVG_ANY     ((1u << PV_DTYPE_COUNT) - 1u)
+
+/* Placeholder for an operator not implemented yet: loads fail naming it. */
+pv_status pvg_stub_prepare(pvg_prep *p);
+#define PVG_STUB_OP(NAME) const pvg_op pvg_op_##NAME = { #NAME, "", 0, pvg_stub_prepare, NULL };
+#define PVG_OP(NAME) extern const pvg_op pvg_op_##NAME;
+#include "graph/ops/ops.def"
+#undef PVG_OP
+
+/* ---- passes ------------------------------------------------------------------------------- */
+typedef struct pvg_pass_stats { int folded, bn_folded, act_fused; } pvg_pass_stats;
+pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st);
+
+/* ---- plans -------------------------------------------------------------------------------- */
+typedef struct pvg_plan pvg_plan;
+/* inputs: one descriptor per g->inputs entry (shape + dtype; data ignored). */
+pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out);
+void      pvg_plan_free(pvg_plan *p);
+/* Same shapes as this plan's? */
+bool      pvg_plan_matches(const pvg_plan *p, const pvc_tensor *inputs);
+/* inputs: data pointers in g->inputs order; outputs: g->noutputs descriptors pointing into
+ * the arena (or at constants). */
+pv_status pvg_plan_run(pvg_plan *p, const pvc_tensor *inputs, pvc_pool *pool, pvc_tensor *outputs);
+
+/* Planner facts, for tests and stats. */
+typedef struct pvg_plan_info {
+    size_t arena_bytes, ws_bytes, const_bytes;
+    int    nvalues, norder;
+    const int     *order;      /* nodes to run, in order */
+    const size_t  *offset;     /* per value: arena offset, or SIZE_MAX when not in the arena */
+    const size_t  *size;       /* per value: bytes */
+    const int     *first, *last;   /* per value: first writer step, last reader step (-1 none) */
+    const int     *storage;    /* per value: value index owning its bytes (aliases share it) */
+} pvg_plan_info;
+void pvg_plan_info_get(const pvg_plan *p, pvg_plan_info *info);
+const pvc_tensor *pvg_plan_value(const pvg_plan *p, int v);
+
+#endif

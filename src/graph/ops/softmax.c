@@ -1,0 +1,5 @@
+/* STUB: to be replaced by the real operator implementation. */
+#include "graph/graph.h"
+
+PVG_STUB_OP(Softmax)
+PVG_STUB_OP(LogSoftmax)

@@ -1,0 +1,21 @@
+/* STUB: to be replaced by the real operator implementation. */
+#include "graph/graph.h"
+
+PVG_STUB_OP(Neg)
+PVG_STUB_OP(Abs)
+PVG_STUB_OP(Sqrt)
+PVG_STUB_OP(Reciprocal)
+PVG_STUB_OP(Exp)
+PVG_STUB_OP(Log)
+PVG_STUB_OP(Sin)
+PVG_STUB_OP(Cos)
+PVG_STUB_OP(Erf)
+PVG_STUB_OP(Tanh)
+PVG_STUB_OP(Sigmoid)
+PVG_STUB_OP(Relu)
+PVG_STUB_OP(LeakyRelu)
+PVG_STUB_OP(Clip)
+PVG_STUB_OP(Floor)
+PVG_STUB_OP(Ceil)
+PVG_STUB_OP(Round)
+PVG_STUB_OP(Not)

@@ -1,0 +1,2 @@
+#include "perceive.h"
+int main(void) { return 0; }
