@@ -123,6 +123,11 @@ pv_status   pv_graph_stats_get(const pv_graph *g, pv_graph_stats *st);
 const char *pv_graph_errmsg(const pv_graph *g);
 void        pv_graph_close(pv_graph *g);   /* accepts NULL */
 
+/* Completes a structure-only ONNX file: every floating-point initializer (and Constant tensor)
+ * without data gets seeded random values scaled by its consumer's fan-in; initializers larger
+ * than ext_threshold bytes go to OUT.data as external data. Deterministic for a seed. */
+pv_status pv_onnx_fill(const char *in_path, const char *out_path, uint64_t seed, size_t ext_threshold);
+
 /* Name of the instruction set the kernels were picked for ("avx512", "avx2", "scalar"). */
 const char *pv_isa(void);
 

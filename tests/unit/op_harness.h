@@ -4,6 +4,7 @@
 #define PV_OP_HARNESS_H
 
 #include "graph/graph.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,0 +1,23 @@
+/* ONNX-specific entry points beside the IR import: tensor files (the backend test data's
+ * TensorProto .pb files) and `perceive onnx fill`. */
+#ifndef PVG_ONNX_H
+#define PVG_ONNX_H
+
+#include "graph/graph.h"
+
+/* Decodes one serialized TensorProto; out->data via pvc_malloc_aligned; *name (may be NULL)
+ * via pvc_malloc. */
+pv_status pvg_onnx_tensor_parse(const void *buf, size_t len, pvc_tensor *out, char **name,
+                                pvc_msg *msg);
+
+/* Writes a complete copy of IN with every float initializer that has no data filled with
+ * seeded random values (scaled by the consuming operator's fan-in), and initializers larger
+ * than ext_threshold bytes stored as external data in OUT + ".data". */
+typedef struct pvg_fill_stats { int filled; int64_t elements; int external; } pvg_fill_stats;
+pv_status pvg_onnx_fill(const char *in_path, const char *out_path, uint64_t seed,
+                        size_t ext_threshold, pvg_fill_stats *st, pvc_msg *msg);
+
+/* Reads a whole file into a pvc_malloc'ed buffer (NUL-terminated, length excludes it). */
+pv_status pvg_read_file(const char *path, void **buf, size_t *len, pvc_msg *msg);
+
+#endif

@@ -1,0 +1,36 @@
+/* Private to the graph module: the plan's layout and node-level helpers shared by the
+ * planner and the load-time passes. */
+#ifndef PVG_PLAN_IMPL_H
+#define PVG_PLAN_IMPL_H
+
+#include "graph/graph.h"
+
+/* Constants computed at plan time up to this many output bytes; larger constant-only nodes
+ * run at replay instead of holding memory. */
+#define PVG_FOLD_LIMIT ((size_t)64 << 20)
+
+struct pvg_plan {
+    pvg_graph     *g;
+    pvc_tensor    *vals;        /* per value: shape + data pointer (constant, arena or input) */
+    int           *order;       /* nodes to run */
+    int            norder;
+    unsigned char *params;      /* nnodes * PVG_PARAMS_BYTES */
+    size_t        *ws_node;
+    size_t        *offset, *size;
+    int           *first, *last, *storage;
+    pvc_tensor    *in_desc;     /* the input shapes this plan is for */
+    pvc_tensor    *xin, *xout;  /* per-node scratch descriptors for replay */
+    void         **owned;       /* buffers of values folded at plan time */
+    int            nowned;
+    void          *arena, *ws;
+    size_t         arena_bytes, ws_bytes, const_bytes;
+};
+
+/* Runs prepare for one node (resets params, refuses unread attributes, checks outputs). */
+pv_status pvg_node_prepare(pvg_graph *g, pvg_node *n, const pvc_tensor *in, pvc_tensor *out,
+                           void *params, size_t *workspace, pvc_msg *msg);
+/* Evaluates a prepared node on constant inputs into fresh buffers appended to *owned. */
+pv_status pvg_node_eval(pvg_node *n, const pvc_tensor *in, pvc_tensor *out, const void *params,
+                        size_t workspace, pvc_pool *pool, void ***owned, int *nowned, pvc_msg *msg);
+
+#endif
