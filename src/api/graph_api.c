@@ -40,6 +40,8 @@ static pv_status open_common(pvg_graph *g, const pv_graph_options *opt, pv_graph
     for (int i = 0; i < g->ninputs; i++) {
         const pvc_tensor *d = &g->values[g->inputs[i]].decl;
         for (int k = 0; k < d->rank; k++) if (d->dims[k] < 0) fixed = false;
+        /* a small integer input may be a shape tensor, planned per value at run */
+        if ((d->dtype == PV_I64 || d->dtype == PV_I32) && pvc_numel(d) <= PVG_SHAPE_INPUT_MAX) fixed = false;
         h->bound[i] = *d;
         h->bound[i].name = g->values[g->inputs[i]].name;
     }

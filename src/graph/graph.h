@@ -118,7 +118,9 @@ enum {
     PVG_OP_ALIAS    = 1u << 0,  /* out[0] has in[0]'s bytes (Reshape...): no kernel call */
     PVG_OP_INPLACE  = 1u << 1,  /* out[0] may share in[0]'s buffer (same size, elementwise) */
     PVG_OP_FUSE_ACT = 1u << 2,  /* run applies node->act to its float output */
-    PVG_OP_NOFOLD   = 1u << 3   /* never evaluate at plan time */
+    PVG_OP_NOFOLD   = 1u << 3,  /* never evaluate at plan time */
+    PVG_OP_SHAPE_ONLY = 1u << 4 /* reads only its inputs' shapes (Shape, Size): always evaluated
+                                   at plan time; run sees in[].data == NULL for runtime inputs */
 };
 
 typedef struct pvg_op {
@@ -179,7 +181,12 @@ typedef struct pvg_plan pvg_plan;
 /* inputs: one descriptor per g->inputs entry (shape + dtype; data ignored). */
 pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out);
 void      pvg_plan_free(pvg_plan *p);
-/* Same shapes as this plan's? */
+/* Small integer inputs (int64/int32, at most PVG_SHAPE_INPUT_MAX elements) are shape tensors:
+ * their values are constants of the plan (so Reshape/Slice/Expand... fed from graph inputs can
+ * be planned), and a plan is made per distinct value. */
+#define PVG_SHAPE_INPUT_MAX 64
+bool      pvg_is_shape_input(const pvc_tensor *t);
+/* Same shapes (and shape-tensor values) as this plan's? */
 bool      pvg_plan_matches(const pvg_plan *p, const pvc_tensor *inputs);
 /* inputs: data pointers in g->inputs order; outputs: g->noutputs descriptors pointing into
  * the arena (or at constants). */

@@ -138,11 +138,18 @@ static pv_status check_input(pvg_graph *g, int idx, const pvc_tensor *t, pvc_msg
     return PV_OK;
 }
 
+bool pvg_is_shape_input(const pvc_tensor *t)
+{
+    return (t->dtype == PV_I64 || t->dtype == PV_I32) && t->data && pvc_numel(t) <= PVG_SHAPE_INPUT_MAX;
+}
+
 bool pvg_plan_matches(const pvg_plan *p, const pvc_tensor *inputs)
 {
     for (int i = 0; i < p->g->ninputs; i++) {
         const pvc_tensor *a = &p->in_desc[i], *b = &inputs[i];
         if (a->dtype != b->dtype || !pvc_same_shape(a, b)) return false;
+        if ((a->data != NULL) != pvg_is_shape_input(b)) return false;
+        if (a->data && memcmp(a->data, b->data, pvc_nbytes(a)) != 0) return false;
     }
     return true;
 }
@@ -293,6 +300,22 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
         p->in_desc[i].data = NULL;
         p->in_desc[i].name = g->values[g->inputs[i]].name;
         pvc_tensor_set_contiguous(&p->in_desc[i]);
+        if (pvg_is_shape_input(&inputs[i])) {
+            /* a shape tensor: its values are part of this plan's key */
+            size_t nb = pvc_nbytes(&inputs[i]);
+            void *copy = pvc_malloc_aligned(nb ? nb : 1);
+            void **grown = pvc_realloc(p->owned, (size_t)(p->nowned + 1) * sizeof *p->owned);
+            if (!copy || !grown) {
+                pvc_free_aligned(copy);
+                if (grown) p->owned = grown;
+                s = pvc_fail(msg, PV_ENOMEM, "out of memory planning");
+                goto fail;
+            }
+            p->owned = grown;
+            p->owned[p->nowned++] = copy;
+            if (nb) memcpy(copy, inputs[i].data, nb);
+            p->in_desc[i].data = copy;
+        }
         p->vals[g->inputs[i]] = p->in_desc[i];
     }
     int ntopo = 0;
@@ -306,7 +329,7 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
             if (n->in[k] < 0) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; continue; }
             in[k] = p->vals[n->in[k]];
             if (in[k].rank < 0) { s = pvc_fail(msg, PV_EINTERNAL, "node '%s': input %d has no shape", n->name, k); goto fail; }
-            if (!in[k].data) all_const = false;
+            if (!in[k].data && !(n->op->flags & PVG_OP_SHAPE_ONLY)) all_const = false;
         }
         void *params = p->params + (size_t)ni * PVG_PARAMS_BYTES;
         if ((s = pvg_node_prepare(g, n, in, o, params, &p->ws_node[ni], msg)) != PV_OK) goto fail;
@@ -350,7 +373,7 @@ pv_status pvg_plan_run(pvg_plan *p, const pvc_tensor *inputs, pvc_pool *pool, pv
     pvg_graph *g = p->g;
     for (int i = 0; i < g->ninputs; i++) {
         int v = g->inputs[i];
-        p->vals[v].data = inputs[i].data;
+        if (!p->in_desc[i].data) p->vals[v].data = inputs[i].data;   /* shape tensors keep the plan's copy */
     }
     /* values that view a graph input (Reshape of an input) follow its pointer */
     for (int v = 0; v < g->nvalues; v++) {

@@ -120,7 +120,7 @@ static int run_case(const char *cs, const char *model, const pv_tensor *ins, int
 static tol read_tol(const char *dir)
 {
     tol t = { 1e-4, 1e-4 };
-    char p[4096];
+    char p[4200];
     snprintf(p, sizeof p, "%s/tolerance.txt", dir);
     FILE *f = fopen(p, "r");
     if (f) {
@@ -268,6 +268,7 @@ static int backend(const char *root, const char *passlist)
             printf("FAIL %s: %s\n", cases[i], why);
         } else {
             refused++;
+            if (getenv("PV_VERBOSE")) printf("refused %s: %s\n", cases[i], why);
             if (!why[0]) { fail++; printf("FAIL %s: refused without a message\n", cases[i]); }
         }
     }
