@@ -1,4 +1,138 @@
-/* STUB: to be replaced by the real operator implementation. */
-#include "graph/graph.h"
+/* ConvTranspose (1-D, 2-D, 3-D): pads / auto_pad, strides, dilations, group, output_padding,
+ * output_shape, optional bias, fused activation.
+ * Per batch item and group: col[mg*ks, slice] = W_g^T x X_g[:, slice] (GEMM reading W_g
+ * transposed), then col2im adds col into Y; slices of input pixels keep col within COL_CAP
+ * floats of workspace. The col2im geometry is that of the adjoint Conv: its image is Y. */
+#include "graph/ops/conv_attrs.h"
+#include "graph/ops/lowp.h"
 
-PVG_STUB_OP(ConvTranspose)
+#include <string.h>
+
+#define COL_CAP ((int64_t)4 << 20)
+
+typedef struct convt_params {
+    pvk_conv_geom g;    /* g.in: Y spatial dims, g.out: X spatial dims */
+    int64_t batch, cin, cout, group;
+    int64_t slice;      /* X pixels per GEMM + col2im slice */
+} convt_params;
+_Static_assert(sizeof(convt_params) <= PVG_PARAMS_BYTES, "conv_transpose params");
+
+static pv_status convt_prepare(pvg_prep *p)
+{
+    pv_status s;
+    convt_params *c = p->params;
+    if (p->nin < 2 || p->nin > 3 || p->nout != 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "expects 2 or 3 inputs and 1 output, got %d and %d", p->nin, p->nout);
+    if ((s = pvg_check_dtype(p, 0, PVG_FLOATS)) != PV_OK) return s;
+    const pvc_tensor *X = &p->in[0], *W = &p->in[1];
+    bool has_b = pvg_has_in(p, 2);
+    if (!pvg_has_in(p, 1)) return pvg_prep_fail(p, PV_EFORMAT, "input W is missing");
+    if (W->dtype != X->dtype || (has_b && p->in[2].dtype != X->dtype))
+        return pvg_prep_fail(p, PV_EFORMAT, "X, W and B must share one dtype");
+    if (X->rank < 3 || X->rank > 5)
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "input X has rank %d; 1-D, 2-D and 3-D transposed convolutions (rank 3-5) are supported", X->rank);
+    if (W->rank != X->rank)
+        return pvg_prep_fail(p, PV_EFORMAT, "W has rank %d, X has rank %d", W->rank, X->rank);
+    int nsp = X->rank - 2;
+    pvg_conv_attrs a;
+    if ((s = pvg_conv_attrs_read(p, nsp, W->dims + 2, &a)) != PV_OK) return s;
+    int64_t cin = X->dims[1], cout = W->dims[1] * a.group;
+    if (cin % a.group || W->dims[0] != cin)
+        return pvg_prep_fail(p, PV_EFORMAT, "channels do not match: X has %lld, W is [%lld, %lld, ...], group %lld",
+                             (long long)cin, (long long)W->dims[0], (long long)W->dims[1], (long long)a.group);
+    if (has_b && (p->in[2].rank != 1 || p->in[2].dims[0] != cout))
+        return pvg_prep_fail(p, PV_EFORMAT, "B must be 1-D of size %lld", (long long)cout);
+
+    const int64_t *v;
+    int64_t n, opad[3] = { 0, 0, 0 }, oshape[3] = { 0, 0, 0 };
+    if ((s = pvg_attr_ints(p, "output_padding", &v, &n)) != PV_OK) return s;
+    if (v) {
+        if (n != nsp)
+            return pvg_prep_fail(p, PV_EFORMAT, "attribute 'output_padding' has %lld values, expected %d", (long long)n, nsp);
+        for (int i = 0; i < nsp; i++) {
+            if (v[i] < 0 || (v[i] >= a.stride[i] && v[i] >= a.dil[i]))
+                return pvg_prep_fail(p, PV_EFORMAT, "attribute 'output_padding'[%d]=%lld must be >= 0 and below the stride or dilation",
+                                     i, (long long)v[i]);
+            opad[i] = v[i];
+        }
+    }
+    if ((s = pvg_attr_ints(p, "output_shape", &v, &n)) != PV_OK) return s;
+    bool has_oshape = v != NULL;
+    if (v) {   /* spatial dims, or (as some exporters write) the full output shape */
+        if (n != nsp && n != nsp + 2)
+            return pvg_prep_fail(p, PV_EFORMAT, "attribute 'output_shape' has %lld values, expected %d", (long long)n, nsp);
+        for (int i = 0; i < nsp; i++) {
+            oshape[i] = v[n - nsp + i];
+            if (oshape[i] < 1)
+                return pvg_prep_fail(p, PV_EFORMAT, "attribute 'output_shape' value %lld is not positive", (long long)oshape[i]);
+        }
+    }
+
+    int64_t odims[5] = { X->dims[0], cout };
+    for (int i = 0; i < nsp; i++) {
+        int64_t in = X->dims[2 + i], ek = (a.k[i] - 1) * a.dil[i] + 1;
+        int64_t full = a.stride[i] * (in - 1) + opad[i] + ek, o;
+        bool same = a.auto_pad == PVG_PAD_SAME_UPPER || a.auto_pad == PVG_PAD_SAME_LOWER;
+        if (a.auto_pad == PVG_PAD_VALID) a.pad_begin[i] = a.pad_end[i] = 0;
+        if (has_oshape || same) {
+            o = has_oshape ? oshape[i] : in * a.stride[i];
+            /* Larger than the full output: the extra end elements only receive the bias. */
+            int64_t total = PVC_MAX(0, full - o);
+            a.pad_begin[i] = a.auto_pad == PVG_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            a.pad_end[i] = total - a.pad_begin[i];
+        } else {
+            o = full - a.pad_begin[i] - a.pad_end[i];
+        }
+        if (o < 1)
+            return pvg_prep_fail(p, PV_EFORMAT, "spatial dim %d: output size %lld is not positive", i, (long long)o);
+        odims[2 + i] = o;
+    }
+    pvg_out_set(p, 0, X->dtype, X->rank, odims);
+
+    memset(c, 0, sizeof *c);
+    pvg_conv_geom_init(&a, &c->g);
+    for (int i = 0; i < nsp; i++) {
+        c->g.in[pvg_conv_axis(nsp, i)] = odims[2 + i];
+        c->g.out[pvg_conv_axis(nsp, i)] = X->dims[2 + i];
+    }
+    c->batch = X->dims[0];
+    c->cin = cin;
+    c->cout = cout;
+    c->group = a.group;
+    int64_t rows = cout / a.group * pvk_conv_ksize(&c->g), xsz = pvk_conv_outsize(&c->g);
+    c->slice = rows * xsz <= COL_CAP ? xsz : PVC_MAX(64, COL_CAP / PVC_MAX(rows, 1));
+    c->slice = PVC_MAX(1, PVC_MIN(c->slice, xsz));
+    p->workspace = (size_t)(rows * c->slice) * sizeof(float) + pvg_lowp_bytes(p);
+    return PV_OK;
+}
+
+static pv_status convt_run_f32(const pvg_exec *x)
+{
+    const convt_params *c = x->params;
+    const float *X = x->in[0].data, *W = x->in[1].data;
+    const float *B = x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL;
+    float *Y = x->out[0].data, *col = x->ws;
+    int64_t xsz = pvk_conv_outsize(&c->g), ysz = pvk_conv_insize(&c->g), ks = pvk_conv_ksize(&c->g);
+    int64_t cg = c->cin / c->group, mg = c->cout / c->group, rows = mg * ks;
+    memset(Y, 0, (size_t)(c->batch * c->cout * ysz) * sizeof(float));
+    for (int64_t n = 0; n < c->batch; n++)
+        for (int64_t gi = 0; gi < c->group; gi++) {
+            const float *xg = X + (n * c->cin + gi * cg) * xsz;
+            const float *wg = W + gi * cg * rows;
+            float *yg = Y + (n * c->cout + gi * mg) * ysz;
+            for (int64_t q0 = 0; q0 < xsz; q0 += c->slice) {
+                int64_t nq = PVC_MIN(c->slice, xsz - q0);
+                pvk_gemm_f32(x->pool, rows, nq, cg, wg, rows, true, xg + q0, xsz, false, col, nq, 1.0f, 0.0f);
+                pvk_col2im_f32(x->pool, &c->g, col, mg, q0, nq, yg);
+            }
+        }
+    pvk_bias_act_f32(x->pool, Y, c->batch, c->cout, ysz, B, &x->node->act);
+    return PV_OK;
+}
+
+static pv_status convt_run(const pvg_exec *x)
+{
+    return pvg_lowp_needed(x) ? pvg_lowp_run(x, convt_run_f32) : convt_run_f32(x);
+}
+
+const pvg_op pvg_op_ConvTranspose = { "ConvTranspose", "", PVG_OP_FUSE_ACT, convt_prepare, convt_run };

@@ -1,4 +1,84 @@
-/* STUB: to be replaced by the real operator implementation. */
-#include "graph/graph.h"
+/* Gemm: Y = alpha * op(A) * op(B) + beta * C, op = optional transpose, C optional and
+ * unidirectionally broadcast to [M, N]; fused activation. Float only (f16/bf16 through f32);
+ * integer Gemm is refused (alpha/beta are floats there, with no exact meaning). */
+#include "graph/ops/lowp.h"
+#include "kernels/ref/conv.h"
 
-PVG_STUB_OP(Gemm)
+#include <string.h>
+
+typedef struct gemm_params {
+    int64_t M, N, K;
+    bool    ta, tb, has_c;
+    float   alpha, beta;
+    int64_t c_rs, c_cs;     /* element strides of C over rows / columns (0 = broadcast) */
+} gemm_params;
+_Static_assert(sizeof(gemm_params) <= PVG_PARAMS_BYTES, "gemm params");
+
+static pv_status gemm_prepare(pvg_prep *p)
+{
+    pv_status s;
+    gemm_params *g = p->params;
+    if (p->nin < 2 || p->nin > 3 || p->nout != 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "expects 2 or 3 inputs and 1 output, got %d and %d", p->nin, p->nout);
+    int64_t ta, tb;
+    memset(g, 0, sizeof *g);
+    if ((s = pvg_attr_int(p, "transA", 0, &ta)) != PV_OK || (s = pvg_attr_int(p, "transB", 0, &tb)) != PV_OK ||
+        (s = pvg_attr_float(p, "alpha", 1.0f, &g->alpha)) != PV_OK || (s = pvg_attr_float(p, "beta", 1.0f, &g->beta)) != PV_OK)
+        return s;
+    if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+        return pvg_prep_fail(p, PV_EFORMAT, "attributes 'transA'=%lld / 'transB'=%lld must be 0 or 1", (long long)ta, (long long)tb);
+    for (int i = 0; i < 2; i++)
+        if ((s = pvg_check_dtype(p, i, PVG_FLOATS)) != PV_OK) return s;
+    const pvc_tensor *A = &p->in[0], *B = &p->in[1];
+    g->has_c = pvg_has_in(p, 2);
+    if (B->dtype != A->dtype || (g->has_c && p->in[2].dtype != A->dtype))
+        return pvg_prep_fail(p, PV_EFORMAT, "A, B and C must share one dtype");
+    if (A->rank != 2 || B->rank != 2)
+        return pvg_prep_fail(p, PV_EFORMAT, "A and B must be 2-D (got rank %d and %d)", A->rank, B->rank);
+    g->ta = ta;
+    g->tb = tb;
+    g->M = A->dims[ta ? 1 : 0];
+    g->K = A->dims[ta ? 0 : 1];
+    int64_t kb = B->dims[tb ? 1 : 0];
+    g->N = B->dims[tb ? 0 : 1];
+    if (kb != g->K)
+        return pvg_prep_fail(p, PV_EFORMAT, "inner dims differ: op(A) is [%lld, %lld], op(B) is [%lld, %lld]",
+                             (long long)g->M, (long long)g->K, (long long)kb, (long long)g->N);
+    if (g->has_c) {
+        const pvc_tensor *C = &p->in[2];
+        int64_t cr = C->rank == 2 ? C->dims[0] : 1, cc = C->rank >= 1 ? C->dims[C->rank - 1] : 1;
+        if (C->rank > 2 || (cr != 1 && cr != g->M) || (cc != 1 && cc != g->N))
+            return pvg_prep_fail(p, PV_EFORMAT, "C does not broadcast to [%lld, %lld]", (long long)g->M, (long long)g->N);
+        g->c_rs = cr == 1 ? 0 : cc;
+        g->c_cs = cc == 1 ? 0 : 1;
+    }
+    int64_t od[2] = { g->M, g->N };
+    pvg_out_set(p, 0, A->dtype, 2, od);
+    p->workspace = pvg_lowp_bytes(p);
+    return PV_OK;
+}
+
+static pv_status gemm_run_f32(const pvg_exec *x)
+{
+    const gemm_params *g = x->params;
+    const float *A = x->in[0].data, *B = x->in[1].data;
+    float *Y = x->out[0].data;
+    float beta = 0.0f;
+    if (g->has_c && g->beta != 0.0f) {   /* Y = beta * C first, then the GEMM accumulates */
+        const float *C = x->in[2].data;
+        for (int64_t i = 0; i < g->M; i++)
+            for (int64_t j = 0; j < g->N; j++) Y[i * g->N + j] = g->beta * C[i * g->c_rs + j * g->c_cs];
+        beta = 1.0f;
+    }
+    pvk_gemm_f32(x->pool, g->M, g->N, g->K, A, g->ta ? g->M : g->K, g->ta, B, g->tb ? g->K : g->N, g->tb,
+                 Y, g->N, g->alpha, beta);
+    pvk_bias_act_f32(x->pool, Y, 1, g->M, g->N, NULL, &x->node->act);
+    return PV_OK;
+}
+
+static pv_status gemm_run(const pvg_exec *x)
+{
+    return pvg_lowp_needed(x) ? pvg_lowp_run(x, gemm_run_f32) : gemm_run_f32(x);
+}
+
+const pvg_op pvg_op_Gemm = { "Gemm", "", PVG_OP_FUSE_ACT, gemm_prepare, gemm_run };

@@ -1,4 +1,163 @@
-/* STUB: to be replaced by the real operator implementation. */
-#include "graph/graph.h"
+/* MatMul: numpy matmul. 1-D operands get a unit dim prepended (A) / appended (B) that is dropped
+ * from the output; batch dims broadcast. f32 (f16/bf16 staged through f32) via the reference
+ * GEMM, with the fused activation; int32/int64 exact (wrapping) with a plain triple loop.
+ * When B has no batch (weights of a linear layer) A's batch folds into one tall GEMM. */
+#include "graph/ops/lowp.h"
+#include "kernels/ref/conv.h"
 
-PVG_STUB_OP(MatMul)
+#include <string.h>
+
+#define MM_MAXB (PV_MAX_RANK - 2)
+
+typedef struct matmul_params {
+    int64_t M, N, K, nbatch;
+    int     brank;                  /* broadcast batch rank */
+    int64_t bdims[MM_MAXB];         /* output batch dims */
+    int64_t astr[MM_MAXB], bstr[MM_MAXB];   /* per batch dim, in matrices; 0 = broadcast */
+    bool    fold;                   /* B unbatched, A fully batched: one GEMM of nbatch*M rows */
+} matmul_params;
+_Static_assert(sizeof(matmul_params) <= PVG_PARAMS_BYTES, "matmul params");
+
+static pv_status matmul_prepare(pvg_prep *p)
+{
+    pv_status s;
+    matmul_params *m = p->params;
+    if (p->nin != 2 || p->nout != 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "expects 2 inputs and 1 output, got %d and %d", p->nin, p->nout);
+    unsigned ok = PVG_FLOATS | (1u << PV_I32) | (1u << PV_I64);
+    if ((s = pvg_check_dtype(p, 0, ok)) != PV_OK || (s = pvg_check_dtype(p, 1, ok)) != PV_OK) return s;
+    const pvc_tensor *A = &p->in[0], *B = &p->in[1];
+    if (A->dtype != B->dtype)
+        return pvg_prep_fail(p, PV_EFORMAT, "A is %s but B is %s", pv_dtype_name(A->dtype), pv_dtype_name(B->dtype));
+    if (A->rank < 1 || B->rank < 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "operands must have rank >= 1 (got %d and %d)", A->rank, B->rank);
+    memset(m, 0, sizeof *m);
+    m->M = A->rank == 1 ? 1 : A->dims[A->rank - 2];
+    m->K = A->dims[A->rank - 1];
+    int64_t kb = B->rank == 1 ? B->dims[0] : B->dims[B->rank - 2];
+    m->N = B->rank == 1 ? 1 : B->dims[B->rank - 1];
+    if (kb != m->K)
+        return pvg_prep_fail(p, PV_EFORMAT, "inner dims differ: A has K=%lld, B has K=%lld", (long long)m->K, (long long)kb);
+    int ra = PVC_MAX(A->rank - 2, 0), rb = PVC_MAX(B->rank - 2, 0);
+    m->brank = PVC_MAX(ra, rb);
+    int64_t odims[PV_MAX_RANK], an = 1, bn = 1, as = 1, bs = 1;
+    m->nbatch = 1;
+    for (int d = m->brank - 1; d >= 0; d--) {   /* right-aligned, innermost first for strides */
+        int ia = d - (m->brank - ra), ib = d - (m->brank - rb);
+        int64_t da = ia >= 0 ? A->dims[ia] : 1, db = ib >= 0 ? B->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return pvg_prep_fail(p, PV_EFORMAT, "batch dims do not broadcast: %lld vs %lld", (long long)da, (long long)db);
+        m->bdims[d] = da == 1 ? db : da;
+        m->astr[d] = da == 1 ? 0 : as;
+        m->bstr[d] = db == 1 ? 0 : bs;
+        as *= da;
+        bs *= db;
+        an *= da;
+        bn *= db;
+        m->nbatch *= m->bdims[d];
+        odims[d] = m->bdims[d];
+    }
+    int r = m->brank;
+    if (A->rank > 1) odims[r++] = m->M;
+    if (B->rank > 1) odims[r++] = m->N;
+    pvg_out_set(p, 0, A->dtype, r, odims);
+    m->fold = bn == 1 && an == m->nbatch;
+    p->workspace = pvg_lowp_bytes(p);
+    return PV_OK;
+}
+
+/* Offsets (in matrices) of A and B for output batch b. */
+static void batch_offsets(const matmul_params *m, int64_t b, int64_t *ao, int64_t *bo)
+{
+    *ao = *bo = 0;
+    for (int d = m->brank - 1; d >= 0; d--) {
+        int64_t i = b % m->bdims[d];
+        b /= m->bdims[d];
+        *ao += i * m->astr[d];
+        *bo += i * m->bstr[d];
+    }
+}
+
+typedef struct mm_ctx {
+    const matmul_params *m;
+    const void *a, *b;
+    void *y;
+    pv_dtype t;
+} mm_ctx;
+
+static void mm_batches_f32(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const mm_ctx *c = ctx;
+    const matmul_params *m = c->m;
+    (void)tid;
+    for (int64_t b = begin; b < end; b++) {
+        int64_t ao, bo;
+        batch_offsets(m, b, &ao, &bo);
+        pvk_gemm_f32(NULL, m->M, m->N, m->K, (const float *)c->a + ao * m->M * m->K, m->K, false,
+                     (const float *)c->b + bo * m->K * m->N, m->N, false,
+                     (float *)c->y + b * m->M * m->N, m->N, 1.0f, 0.0f);
+    }
+}
+
+static pv_status matmul_run_f32(const pvg_exec *x)
+{
+    const matmul_params *m = x->params;
+    const float *A = x->in[0].data, *B = x->in[1].data;
+    float *Y = x->out[0].data;
+    if (m->fold) {
+        pvk_gemm_f32(x->pool, m->nbatch * m->M, m->N, m->K, A, m->K, false, B, m->N, false, Y, m->N, 1.0f, 0.0f);
+    } else {
+        mm_ctx c = { m, A, B, Y, PV_F32 };
+        if (m->nbatch >= pvc_pool_threads(x->pool)) {
+            pvc_parallel_for(x->pool, m->nbatch, 1, mm_batches_f32, &c);   /* a GEMM per batch, one thread each */
+        } else {
+            for (int64_t b = 0; b < m->nbatch; b++) {
+                int64_t ao, bo;
+                batch_offsets(m, b, &ao, &bo);
+                pvk_gemm_f32(x->pool, m->M, m->N, m->K, A + ao * m->M * m->K, m->K, false,
+                             B + bo * m->K * m->N, m->N, false, Y + b * m->M * m->N, m->N, 1.0f, 0.0f);
+            }
+        }
+    }
+    pvk_bias_act_f32(x->pool, Y, 1, m->nbatch * m->M, m->N, NULL, &x->node->act);
+    return PV_OK;
+}
+
+/* Integer rows: row r = batch * M + i. Wrapping arithmetic in uint64 (exact modulo 2^bits). */
+static void mm_rows_int(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const mm_ctx *c = ctx;
+    const matmul_params *m = c->m;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t b = r / m->M, i = r % m->M, ao, bo;
+        batch_offsets(m, b, &ao, &bo);
+        int64_t abase = (ao * m->M + i) * m->K, bbase = bo * m->K * m->N;
+        for (int64_t j = 0; j < m->N; j++) {
+            uint64_t acc = 0;
+            if (c->t == PV_I32) {
+                const int32_t *a = (const int32_t *)c->a + abase, *bm = (const int32_t *)c->b + bbase + j;
+                for (int64_t k = 0; k < m->K; k++) acc += (uint64_t)(int64_t)a[k] * (uint64_t)(int64_t)bm[k * m->N];
+                ((int32_t *)c->y)[r * m->N + j] = (int32_t)(uint32_t)acc;
+            } else {
+                const int64_t *a = (const int64_t *)c->a + abase, *bm = (const int64_t *)c->b + bbase + j;
+                for (int64_t k = 0; k < m->K; k++) acc += (uint64_t)a[k] * (uint64_t)bm[k * m->N];
+                ((int64_t *)c->y)[r * m->N + j] = (int64_t)acc;
+            }
+        }
+    }
+}
+
+static pv_status matmul_run(const pvg_exec *x)
+{
+    const matmul_params *m = x->params;
+    pv_dtype t = x->in[0].dtype;
+    if (t == PV_I32 || t == PV_I64) {
+        mm_ctx c = { m, x->in[0].data, x->in[1].data, x->out[0].data, t };
+        pvc_parallel_for(x->pool, m->nbatch * m->M, 16, mm_rows_int, &c);
+        return PV_OK;
+    }
+    return pvg_lowp_needed(x) ? pvg_lowp_run(x, matmul_run_f32) : matmul_run_f32(x);
+}
+
+const pvg_op pvg_op_MatMul = { "MatMul", "", PVG_OP_FUSE_ACT, matmul_prepare, matmul_run };
