@@ -1,4 +1,179 @@
-/* STUB: to be replaced by the real operator implementation. */
+/* Resize (opsets 11-18): inputs X, roi (ignored: tf_crop_and_resize is refused), scales and
+ * sizes (one of them, constant). Modes nearest (any dtype: a gather) and linear (N-linear;
+ * f16/bf16 staged through f32, graph/ops/lowp.h); cubic is refused. Output dims are floor(in * scale) with scales, else sizes; the coordinate
+ * transform uses the given scale, or out/in for sizes (as the spec and ONNX Runtime). */
 #include "graph/graph.h"
+#include "graph/ops/lowp.h"
+#include "kernels/ref/resample.h"
 
-PVG_STUB_OP(Resize)
+#include <math.h>
+#include <string.h>
+
+typedef struct resize_params { pvk_resize_params k; } resize_params;
+_Static_assert(sizeof(resize_params) <= PVG_PARAMS_BYTES, "resize_params must fit the node's params scratch");
+
+typedef struct { const char *name; int value; } name_value;
+
+static int lookup(const name_value *t, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(t[i].name, s)) return t[i].value;
+    return -1;
+}
+
+/* Reads every Resize attribute; fills the modes of k. */
+static pv_status resize_attrs(pvg_prep *p, pvk_resize_params *k, const int64_t **axes, int64_t *naxes)
+{
+    static const name_value modes[] = { { "nearest", PVK_RESIZE_NEAREST }, { "linear", PVK_RESIZE_LINEAR } };
+    static const name_value coords[] = {
+        { "half_pixel", PVK_COORD_HALF_PIXEL }, { "pytorch_half_pixel", PVK_COORD_PYTORCH_HALF_PIXEL },
+        { "align_corners", PVK_COORD_ALIGN_CORNERS }, { "asymmetric", PVK_COORD_ASYMMETRIC },
+        { "tf_half_pixel_for_nn", PVK_COORD_TF_HALF_PIXEL_FOR_NN },
+    };
+    static const name_value nearests[] = {
+        { "round_prefer_floor", PVK_NEAREST_ROUND_PREFER_FLOOR }, { "round_prefer_ceil", PVK_NEAREST_ROUND_PREFER_CEIL },
+        { "floor", PVK_NEAREST_FLOOR }, { "ceil", PVK_NEAREST_CEIL },
+    };
+    const char *mode, *coord, *nearest, *policy;
+    float cubic_a, extrapolation;
+    int64_t exclude, antialias;
+    pv_status s;
+    if ((s = pvg_attr_string(p, "mode", "nearest", &mode))) return s;
+    if ((s = pvg_attr_string(p, "coordinate_transformation_mode", "half_pixel", &coord))) return s;
+    if ((s = pvg_attr_string(p, "nearest_mode", "round_prefer_floor", &nearest))) return s;
+    if ((s = pvg_attr_float(p, "cubic_coeff_a", -0.75f, &cubic_a))) return s;        /* cubic only */
+    if ((s = pvg_attr_int(p, "exclude_outside", 0, &exclude))) return s;             /* cubic only */
+    if ((s = pvg_attr_float(p, "extrapolation_value", 0.0f, &extrapolation))) return s; /* tf_crop only */
+    if ((s = pvg_attr_int(p, "antialias", 0, &antialias))) return s;
+    if ((s = pvg_attr_string(p, "keep_aspect_ratio_policy", "stretch", &policy))) return s;
+    if ((s = pvg_attr_ints(p, "axes", axes, naxes))) return s;
+
+    int m = lookup(modes, PVC_COUNTOF(modes), mode);
+    if (m < 0) {
+        if (!strcmp(mode, "cubic"))
+            return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'mode'='cubic' is not supported (nearest and linear are)");
+        return pvg_prep_fail(p, PV_EFORMAT, "attribute 'mode'='%s' is not nearest, linear or cubic", mode);
+    }
+    int c = lookup(coords, PVC_COUNTOF(coords), coord);
+    if (c < 0)
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'coordinate_transformation_mode'='%s' is not supported "
+                             "(half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn are)", coord);
+    int n = lookup(nearests, PVC_COUNTOF(nearests), nearest);
+    if (n < 0)
+        return pvg_prep_fail(p, PV_EFORMAT, "attribute 'nearest_mode'='%s' is not round_prefer_floor, round_prefer_ceil, floor or ceil", nearest);
+    if (exclude != 0 && exclude != 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "attribute 'exclude_outside'=%lld must be 0 or 1", (long long)exclude);
+    if (antialias != 0 && antialias != 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "attribute 'antialias'=%lld must be 0 or 1", (long long)antialias);
+    /* Antialiasing changes linear downsampling only; nearest ignores it. */
+    if (antialias && m == PVK_RESIZE_LINEAR)
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'antialias'=1 is not supported for mode 'linear'");
+    if (strcmp(policy, "stretch"))
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'keep_aspect_ratio_policy'='%s' is not supported (only 'stretch')", policy);
+    (void)cubic_a;
+    (void)extrapolation;
+    k->mode = (pvk_resize_mode)m;
+    k->coord = (pvk_coord_mode)c;
+    k->nearest = (pvk_nearest_mode)n;
+    return PV_OK;
+}
+
+static bool input_nonempty(const pvg_prep *p, int i)
+{
+    return pvg_has_in(p, i) && pvc_numel(&p->in[i]) > 0;
+}
+
+static pv_status resize_prepare(pvg_prep *p)
+{
+    if (p->opset < 11) return pvg_prep_fail(p, PV_EUNSUPPORTED, "Resize before opset 11 is not supported");
+    if (p->nin < 1 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 2 to 4 inputs and 1 output");
+    pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
+    if (s) return s;
+    const pvc_tensor *in = &p->in[0];
+    int r = in->rank;
+    resize_params *rp = p->params;
+    pvk_resize_params *k = &rp->k;
+    const int64_t *axes_attr;
+    int64_t naxes;
+    if ((s = resize_attrs(p, k, &axes_attr, &naxes))) return s;
+    if (k->mode == PVK_RESIZE_LINEAR && !pvc_dtype_is_float(in->dtype))
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "mode 'linear' supports float input only, got %s", pv_dtype_name(in->dtype));
+    if (r < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
+
+    /* The axes the scales/sizes refer to (opset 18 'axes'; default all, in order). */
+    int ax[PV_MAX_RANK], na = r;
+    for (int i = 0; i < r; i++) ax[i] = i;
+    if (axes_attr) {
+        if (naxes > r) return pvg_prep_fail(p, PV_EFORMAT, "attribute 'axes' has %lld values for rank %d", (long long)naxes, r);
+        unsigned seen = 0;
+        na = (int)naxes;
+        for (int i = 0; i < na; i++) {
+            if ((s = pvg_axis(p, axes_attr[i], r, "attribute 'axes' value", &ax[i]))) return s;
+            if (seen & (1u << ax[i])) return pvg_prep_fail(p, PV_EFORMAT, "attribute 'axes' repeats axis %d", ax[i]);
+            seen |= 1u << ax[i];
+        }
+    }
+
+    k->rank = r;
+    for (int i = 0; i < r; i++) {
+        k->in[i] = k->out[i] = in->dims[i];
+        k->scale[i] = 1.0f;
+    }
+    bool has_scales = input_nonempty(p, 2), has_sizes = input_nonempty(p, 3);
+    if (has_scales == has_sizes)
+        return pvg_prep_fail(p, PV_EFORMAT, "exactly one of inputs 'scales' and 'sizes' must be given (non-empty)");
+    if (has_scales) {
+        const pvc_tensor *t = &p->in[2];
+        if (!t->data)
+            return pvg_prep_fail(p, PV_EUNSUPPORTED, "input 'scales' is computed at run time; it must be a constant (data-dependent shape)");
+        if (!pvc_dtype_is_float(t->dtype))
+            return pvg_prep_fail(p, PV_EFORMAT, "input 'scales' must be float, got %s", pv_dtype_name(t->dtype));
+        if (pvc_numel(t) != na)
+            return pvg_prep_fail(p, PV_EFORMAT, "input 'scales' has %lld values, expected %d", (long long)pvc_numel(t), na);
+        for (int i = 0; i < na; i++) {
+            float sc = (float)pvc_get_f64(t->data, t->dtype, i);
+            if (!(sc > 0.0f) || isinf(sc))
+                return pvg_prep_fail(p, PV_EFORMAT, "input 'scales' value %g on axis %d must be positive", (double)sc, ax[i]);
+            int a = ax[i];
+            k->scale[a] = sc;
+            /* float product and truncation, as ONNX Runtime */
+            double o = floor((double)(sc * (float)in->dims[a]));
+            if (o > (double)(INT64_C(1) << 40))
+                return pvg_prep_fail(p, PV_EFORMAT, "input 'scales' value %g makes axis %d too large", (double)sc, a);
+            k->out[a] = (int64_t)o;
+        }
+    } else {
+        int64_t sz[PV_MAX_RANK], n;
+        if ((s = pvg_in_const_ints(p, 3, sz, PV_MAX_RANK, &n))) return s;
+        if (n != na) return pvg_prep_fail(p, PV_EFORMAT, "input 'sizes' has %lld values, expected %d", (long long)n, na);
+        for (int i = 0; i < na; i++) {
+            int a = ax[i];
+            if (sz[i] < 0) return pvg_prep_fail(p, PV_EFORMAT, "input 'sizes' value %lld is negative", (long long)sz[i]);
+            k->out[a] = sz[i];
+            k->scale[a] = in->dims[a] > 0 ? (float)sz[i] / (float)in->dims[a] : 1.0f;
+        }
+    }
+    for (int i = 0; i < r; i++)
+        if (k->in[i] == 0 && k->out[i] > 0)
+            return pvg_prep_fail(p, PV_EFORMAT, "axis %d has size 0 and cannot be resized to %lld", i, (long long)k->out[i]);
+    pvg_out_set(p, 0, in->dtype, r, k->out);
+    p->workspace = pvk_resize_workspace(k);
+    if (k->mode == PVK_RESIZE_LINEAR) p->workspace += pvg_lowp_bytes(p);
+    return PV_OK;
+}
+
+static pv_status resize_run_any(const pvg_exec *x)
+{
+    const resize_params *rp = x->params;
+    pvk_resize(x->pool, &rp->k, x->in[0].dtype, x->in[0].data, x->out[0].data, x->ws);
+    return PV_OK;
+}
+
+static pv_status resize_run(const pvg_exec *x)
+{
+    const resize_params *rp = x->params;
+    if (rp->k.mode == PVK_RESIZE_LINEAR && pvg_lowp_needed(x)) return pvg_lowp_run(x, resize_run_any);
+    return resize_run_any(x);
+}
+
+const pvg_op pvg_op_Resize = { "Resize", "", 0, resize_prepare, resize_run };

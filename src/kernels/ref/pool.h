@@ -1,0 +1,33 @@
+/* Reference pooling kernels: MaxPool (with optional indices), AveragePool, GlobalAveragePool
+ * over 1-3 spatial dims of contiguous [N, C, spatial...] tensors. Prefix pvk_. */
+#ifndef PVK_REF_POOL_H
+#define PVK_REF_POOL_H
+
+#include "core/core.h"
+
+/* Geometry of one pooling; 1-D and 2-D poolings are given as 3-D with leading extent 1
+ * (in = out = kernel = stride = dil = 1, pads 0). */
+typedef struct pvk_pool_geom {
+    int64_t planes;                 /* N * C */
+    int64_t in[3], out[3];
+    int64_t kernel[3], stride[3], dil[3];
+    int64_t pad_begin[3], pad_end[3];
+    bool    count_include_pad;      /* AveragePool */
+    int     storage_order;          /* MaxPool indices: 0 row-major, 1 column-major */
+} pvk_pool_geom;
+
+/* MaxPool; padding never wins. indices (may be NULL): flat index of the max in x, counting
+ * the plane offset (n * C + c) * prod(in), per the ONNX spec; a window of padding only gives
+ * the lowest value and index -1. dtypes: F32 F16 BF16 I8 U8. */
+void pvk_maxpool(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const void *x, void *y,
+                 int64_t *indices);
+
+/* AveragePool, float32. Divisor: the window clipped to the padded extent when
+ * count_include_pad, else the number of real elements in it (an empty window gives 0). */
+void pvk_avgpool_f32(pvc_pool *pool, const pvk_pool_geom *g, const float *x, float *y);
+
+/* y[p] = mean of x[p * plane_size .. + plane_size), float32 (sums in double). */
+void pvk_global_avgpool_f32(pvc_pool *pool, int64_t planes, int64_t plane_size, const float *x,
+                            float *y);
+
+#endif

@@ -1,0 +1,54 @@
+/* Reference resampling kernels: Resize (nearest / N-linear) and GridSample (2-D bilinear /
+ * nearest). Coordinate arithmetic is float32, as ONNX Runtime's, so ties round alike.
+ * Prefix pvk_. */
+#ifndef PVK_REF_RESAMPLE_H
+#define PVK_REF_RESAMPLE_H
+
+#include "core/core.h"
+
+typedef enum { PVK_RESIZE_NEAREST, PVK_RESIZE_LINEAR } pvk_resize_mode;
+typedef enum {
+    PVK_COORD_HALF_PIXEL, PVK_COORD_PYTORCH_HALF_PIXEL, PVK_COORD_ALIGN_CORNERS,
+    PVK_COORD_ASYMMETRIC, PVK_COORD_TF_HALF_PIXEL_FOR_NN
+} pvk_coord_mode;
+typedef enum {
+    PVK_NEAREST_ROUND_PREFER_FLOOR, PVK_NEAREST_ROUND_PREFER_CEIL, PVK_NEAREST_FLOOR,
+    PVK_NEAREST_CEIL
+} pvk_nearest_mode;
+
+typedef struct pvk_resize_params {
+    int              rank;
+    int64_t          in[PV_MAX_RANK], out[PV_MAX_RANK];
+    float            scale[PV_MAX_RANK];  /* used in the coordinate transform (out/in for sizes) */
+    pvk_resize_mode  mode;
+    pvk_coord_mode   coord;
+    pvk_nearest_mode nearest;
+} pvk_resize_params;
+
+/* Per-axis index/weight tables live in the workspace. */
+size_t pvk_resize_workspace(const pvk_resize_params *p);
+/* Contiguous x (p->in) into y (p->out). Nearest: any dtype (a gather of elements); linear:
+ * F32 only. Linear clamps source coordinates to [0, in - 1] (edge values extend). */
+void   pvk_resize(pvc_pool *pool, const pvk_resize_params *p, pv_dtype t, const void *x, void *y,
+                  void *ws);
+
+typedef enum { PVK_GS_BILINEAR, PVK_GS_NEAREST } pvk_gs_mode;
+typedef enum { PVK_GS_ZEROS, PVK_GS_BORDER, PVK_GS_REFLECTION } pvk_gs_padding;
+
+typedef struct pvk_grid_sample_params {
+    int64_t        n, c, h, w, ho, wo;
+    pvk_gs_mode    mode;
+    pvk_gs_padding padding;
+    bool           align_corners;
+} pvk_grid_sample_params;
+
+/* x [n, c, h, w], grid [n, ho, wo, 2] (x, y in [-1, 1]) -> y [n, c, ho, wo], float32.
+ * Padding applies per source pixel (ONNX Runtime's rule): each of the four bilinear taps out
+ * of the image is zero, clamped (border) or reflected. Nearest rounds half to even
+ * (nearbyint). A NaN grid coordinate samples zero. ws: pvk_grid_sample_workspace bytes (a
+ * per-pixel plan shared by all channels). */
+size_t pvk_grid_sample_workspace(const pvk_grid_sample_params *p);
+void   pvk_grid_sample_f32(pvc_pool *pool, const pvk_grid_sample_params *p, const float *x,
+                           const float *grid, float *y, void *ws);
+
+#endif
