@@ -24,7 +24,7 @@ test: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 	$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
-	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DPERCEIVE_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERCEIVE_SANITIZE=ON $(CMAKE_ARGS)
 	$(MAKE) --no-print-directory -C $(BUILD_ASAN) -j$(JOBS)
 	cd $(BUILD_ASAN) && PV_SANITIZED=1 ctest --output-on-failure -j$(JOBS) -LE slow
 
