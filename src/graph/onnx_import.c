@@ -146,7 +146,7 @@ static pv_status tensor_decode(const Onnx__TensorProto *tp, const char *base_dir
     } else if (tp->has_raw_data) {
         if (tp->raw_data.len != nbytes)
             s = pvc_fail(msg, PV_EFORMAT, "tensor '%s': raw_data has %zu bytes, shape and dtype need %zu", nm, tp->raw_data.len, nbytes);
-        else memcpy(t->data, tp->raw_data.data, nbytes);   /* little-endian host */
+        else if (nbytes) memcpy(t->data, tp->raw_data.data, nbytes);   /* little-endian host */
     } else if ((int64_t)have != numel) {
         s = pvc_fail(msg, PV_EFORMAT, "tensor '%s': %zu values stored, shape needs %lld", nm, have, (long long)numel);
     } else {
