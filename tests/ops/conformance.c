@@ -317,9 +317,34 @@ static int backend(const char *root, const char *passlist)
     return fail ? 1 : 0;
 }
 
+/* compare GOT.npz WANT.npz: every array of WANT must be in GOT and match. */
+static int compare_files(const char *got_path, const char *want_path)
+{
+    pvio_arrays ga = { 0 }, wa = { 0 };
+    pvc_msg msg = {{0}};
+    if (pvio_npz_read_file(got_path, &ga, &msg) != PV_OK || pvio_npz_read_file(want_path, &wa, &msg) != PV_OK) {
+        printf("FAIL: %s\n", msg.text);
+        pvio_arrays_free(&ga);
+        return 1;
+    }
+    int bad = 0;
+    for (int i = 0; i < wa.n; i++) {
+        const pvio_array *g = pvio_arrays_find(&ga, wa.a[i].name);
+        if (!g) { printf("FAIL: %s missing in %s\n", wa.a[i].name, got_path); bad++; continue; }
+        pv_tensor gt = g->t, wt = wa.a[i].t;
+        gt.name = wt.name = wa.a[i].name;
+        bad += compare("compare", &gt, &wt, (tol){ 1e-4, 1e-4 });
+    }
+    printf("%d passed, %d failed\n", wa.n - bad, bad);
+    pvio_arrays_free(&ga);
+    pvio_arrays_free(&wa);
+    return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 4 && !strcmp(argv[1], "compare")) return compare_files(argv[2], argv[3]);
     if (argc == 3 && !strcmp(argv[1], "fixtures")) return fixtures(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "backend")) return backend(argv[2], argv[3]);
     fprintf(stderr, "usage: pv_conformance fixtures DIR | backend DIR PASSLIST|--list\n");
