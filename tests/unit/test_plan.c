@@ -11,6 +11,7 @@
 #include "op_harness.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 
 static void check_invariants(pvg_graph *g, pvg_plan *p)
@@ -197,6 +198,52 @@ static void test_alloc_fault_injection(void **state)
     assert_true(failures > 20);
 }
 
+/* Once a variant is planned, replay allocates nothing (counted through the allocator hook). */
+static void test_run_allocates_nothing(void **state)
+{
+    (void)state;
+    pv_graph *g = NULL;
+    pv_graph_options opt = { .threads = 2 };
+    assert_int_equal(pv_graph_open(demo(), &opt, &g), PV_OK);
+    pv_status s;
+    run_demo(g, &s);                 /* plans the [2,3,8,8] variant */
+    assert_int_equal(s, PV_OK);
+    pvc_alloc_test_begin(0);
+    for (int i = 0; i < 5; i++) { run_demo(g, &s); assert_int_equal(s, PV_OK); }
+    long n = pvc_alloc_count();
+    pvc_alloc_test_end();
+    assert_int_equal(n, 0);
+    pv_graph_close(g);
+}
+
+/* BatchNorm folding and activation fusion change nothing beyond float rounding. */
+static void test_fusion_preserves_results(void **state)
+{
+    (void)state;
+    pv_graph *a = NULL, *b = NULL;
+    pv_graph_options fused = { .threads = 1 }, plain = { .threads = 1, .no_fuse = 1 };
+    assert_int_equal(pv_graph_open(demo(), &fused, &a), PV_OK);
+    assert_int_equal(pv_graph_open(demo(), &plain, &b), PV_OK);
+    pv_graph_stats sa, sb;
+    static float x[2 * 3 * 8 * 8];
+    for (int i = 0; i < (int)PVC_COUNTOF(x); i++) x[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;
+    pv_tensor in = { .name = "x", .dtype = PV_F32, .rank = 4, .dims = { 2, 3, 8, 8 }, .data = x };
+    pv_tensor oa[2], ob[2];
+    size_t na = 2, nb = 2;
+    assert_int_equal(pv_graph_run(a, &in, 1, oa, &na), PV_OK);
+    assert_int_equal(pv_graph_run(b, &in, 1, ob, &nb), PV_OK);
+    pv_graph_stats_get(a, &sa);
+    pv_graph_stats_get(b, &sb);
+    assert_true(sa.nodes_run < sb.nodes_run);        /* BN and two Relus are gone */
+    for (size_t k = 0; k < na; k++) {
+        const float *p = oa[k].data, *q = ob[k].data;
+        for (int64_t i = 0; i < pv_tensor_numel(&oa[k]); i++)
+            if (fabsf(p[i] - q[i]) > 1e-5f + 1e-5f * fabsf(q[i])) fail_msg("output %zu element %lld: %g vs %g", k, (long long)i, p[i], q[i]);
+    }
+    pv_graph_close(a);
+    pv_graph_close(b);
+}
+
 static void expect_refused(const void *buf, size_t len, const char *what)
 {
     pv_graph *g = NULL;
@@ -257,6 +304,8 @@ int main(void)
         cmocka_unit_test(test_random_graphs),
         cmocka_unit_test(test_demo_plan_invariants),
         cmocka_unit_test(test_alloc_fault_injection),
+        cmocka_unit_test(test_run_allocates_nothing),
+        cmocka_unit_test(test_fusion_preserves_results),
         cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_truncated_and_corrupted),
     };
