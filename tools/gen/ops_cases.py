@@ -223,6 +223,77 @@ def unary_cases():
          lambda r: [In(U(r, [3, 4], -2, 2, F16)), K(np.array(-1, F16)), K(np.array(1, F16))])
 
 
+def activation_cases():
+    # Sign: zeros (and -0.0, from negative * False) map to 0; integer Sign is exact.
+    case('sign_f32', 'Sign', lambda r: [In(N(r, [3, 4]) * Bv(r, [3, 4], 0.7))])
+    case('sign_f16', 'Sign', lambda r: [In(N(r, [3, 4], dt=F16) * Bv(r, [3, 4], 0.7))])
+    for dt in (I64, I32, I8, U8):
+        case(f'sign_{DT_NAMES[dt]}', 'Sign',
+             lambda r, dt=dt: [In(Iv(r, [3, 4], 0 if dt == U8 else -9, 10, dt))])
+    acts = [  # op, case prefix, attributes, input range, with an f16 case
+        ('Softplus', 'softplus', {}, (-20, 20), True),
+        ('Softsign', 'softsign', {}, (-5, 5), True),
+        ('Elu', 'elu', {}, (-3, 3), False),
+        ('Elu', 'elu_alpha', dict(alpha=0.7), (-3, 3), True),
+        ('Selu', 'selu', {}, (-3, 3), True),
+        ('Selu', 'selu_alpha_gamma', dict(alpha=2.0, gamma=0.5), (-3, 3), False),
+        ('Celu', 'celu', {}, (-3, 3), False),          # Celu is float32-only in the schema
+        ('Celu', 'celu_alpha', dict(alpha=1.7), (-3, 3), False),
+        ('HardSigmoid', 'hard_sigmoid', {}, (-4, 4), False),
+        ('HardSigmoid', 'hard_sigmoid_alpha_beta', dict(alpha=0.3, beta=0.4), (-4, 4), True),
+        ('HardSwish', 'hard_swish', {}, (-5, 5), True),
+        ('ThresholdedRelu', 'thresholded_relu', {}, (-3, 3), False),
+        ('ThresholdedRelu', 'thresholded_relu_alpha', dict(alpha=0.5), (-3, 3), True),
+        ('Shrink', 'shrink', {}, (-2, 2), False),
+        ('Shrink', 'shrink_lambd_bias', dict(lambd=0.7, bias=0.2), (-2, 2), True)]
+    for op, nm, attrs, (lo, hi), f16 in acts:
+        case(f'{nm}_f32', op, lambda r, lo=lo, hi=hi: [In(U(r, [3, 4, 5], lo, hi))], attrs)
+        if f16:
+            case(f'{nm}_f16', op, lambda r, lo=lo, hi=hi: [In(U(r, [2, 3, 4], lo, hi, F16))],
+                 attrs)
+    # Softplus far from 0: ln(1 + e^x) must neither overflow (x = 100) nor lose x.
+    case('softplus_f32_wide', 'Softplus', lambda r: [In(U(r, [4, 5], -100, 100))])
+    # Values on the thresholds: ThresholdedRelu keeps x > alpha; Shrink zeroes |x| <= lambd.
+    case('thresholded_relu_at_alpha', 'ThresholdedRelu', [In(np.array(
+        [1.0, 0.99999994, 1.0000001, 2.0, -1.0, 0.0, 0.5, 3.0], F32))])
+    case('shrink_at_lambd', 'Shrink', [In(np.array(
+        [0.5, -0.5, 0.50000006, -0.50000006, 0.49999997, 0.0, 1.0, -1.0], F32))])
+    for dt in (I64, I32, I8, U8):
+        case(f'shrink_{DT_NAMES[dt]}', 'Shrink',
+             lambda r, dt=dt: [In(Iv(r, [3, 5], 0 if dt == U8 else -9, 10, dt))],
+             dict(lambd=3.0, bias=2.0))
+    case('shrink_i32_frac_lambd', 'Shrink', lambda r: [In(Iv(r, [3, 5], -6, 7, I32))],
+         dict(lambd=2.5, bias=1.0))
+
+    special = [1.5, np.nan, np.inf, -np.inf, 0.0, -0.0, -2.0, 65504.0]
+    case('isnan_f32', 'IsNaN', [In(np.array(special * 2, F32).reshape(2, 8))])
+    case('isnan_f16', 'IsNaN', [In(np.array(special, F16))])
+    for nm, attrs in (('default', {}), ('neg_only', dict(detect_positive=0)),
+                      ('pos_only', dict(detect_negative=0)),
+                      ('none', dict(detect_negative=0, detect_positive=0))):
+        case(f'isinf_{nm}', 'IsInf', [In(np.array(special, F32).reshape(2, 4))], attrs)
+
+    # Dropout at inference is the identity; the mask output is all true.
+    xd = lambda r: N(r, [3, 4, 5])
+    case('dropout_default', 'Dropout', lambda r: [In(xd(r))])
+    case('dropout_mask', 'Dropout', lambda r: [In(xd(r))], nout=2)
+    case('dropout_ratio', 'Dropout', lambda r: [In(xd(r)), K(np.array(0.25, F32))])
+    case('dropout_ratio_training_false', 'Dropout',
+         lambda r: [In(xd(r)), K(np.array(0.4, F32)), K(np.array(False))], nout=2)
+    case('dropout_seed', 'Dropout', lambda r: [In(xd(r))], dict(seed=3))
+    case('dropout_op13', 'Dropout', lambda r: [In(xd(r))], nout=2, opset=13)
+    case('dropout_f16', 'Dropout', lambda r: [In(N(r, [2, 3], dt=F16)), K(np.array(0.3, F16))],
+         nout=2)
+    case('dropout_ratio_input', 'Dropout', lambda r: [In(xd(r)), In(np.array(0.5, F32))])
+
+    def dropout_between(r):   # the output may share the input's bytes: a chain checks that
+        nodes = [helper.make_node('Add', ['x', 'y'], ['s']),
+                 helper.make_node('Dropout', ['s'], ['d', 'm']),
+                 helper.make_node('Relu', ['d'], ['z'])]
+        return nodes, {'x': N(r, [3, 4]), 'y': N(r, [3, 4])}, {}, ['z', 'm', 's']
+    gcase('dropout_between_ops', dropout_between)
+
+
 BSHAPES = {'same': ([2, 3, 4], [2, 3, 4]), 'row': ([2, 3, 4], [4]), 'mid': ([2, 1, 4], [3, 1]),
            'scalar': ([2, 3], []), 'lhs1': ([1], [2, 3]), 'outer': ([3, 1], [1, 4])}
 
@@ -299,6 +370,31 @@ def binary_cases():
         case(f'{s}_f16', op, lambda r: [In(N(r, [3, 4], dt=F16)), In(N(r, [3, 4], dt=F16))])
         case(f'{s}_f32_const', op, lambda r: [In(N(r, [3, 4])), K(np.array(0.25, F32))])
 
+    # Sum, Mean: variadic, broadcasting.
+    for op in ('Sum', 'Mean'):
+        s = snake(op)
+        case(f'{s}_f32_1in', op, lambda r: [In(N(r, [3, 4]))])
+        case(f'{s}_f32_2in', op, lambda r: [In(N(r, [3, 4])), In(N(r, [3, 4]))])
+        case(f'{s}_f32_3in_bcast', op, lambda r: [In(N(r, [2, 1, 4])), In(N(r, [3, 1])),
+                                                  In(N(r, [4]))])
+        case(f'{s}_f32_4in_scalar', op, lambda r: [In(N(r, [2, 3])), In(N(r, [])),
+                                                   In(N(r, [2, 3])), In(N(r, [1, 3]))])
+        case(f'{s}_f32_const', op, lambda r: [In(N(r, [2, 3, 4])), K(N(r, [3, 4]))])
+        case(f'{s}_f16', op, lambda r: [In(N(r, [3, 4], dt=F16)), In(N(r, [4], dt=F16)),
+                                        In(N(r, [3, 1], dt=F16))])
+
+    # PRelu: slope broadcasts to X (unidirectionally).
+    case('prelu_slope_channel', 'PRelu', lambda r: [In(N(r, [2, 3, 4, 5])), K(U(r, [3, 1, 1]))])
+    case('prelu_slope_full', 'PRelu', lambda r: [In(N(r, [3, 4])), In(U(r, [3, 4]))])
+    case('prelu_slope_row', 'PRelu', lambda r: [In(N(r, [2, 3, 4])), In(U(r, [4]))])
+    case('prelu_slope_scalar', 'PRelu', lambda r: [In(N(r, [3, 4])), K(np.array(0.25, F32))])
+    case('prelu_op13', 'PRelu', lambda r: [In(N(r, [1, 3, 2, 2])), K(U(r, [3, 1, 1]))],
+         opset=13)
+    case('prelu_f16', 'PRelu', lambda r: [In(N(r, [2, 3, 4], dt=F16)), In(U(r, [4], dt=F16))])
+    case('prelu_i32', 'PRelu', lambda r: [In(Iv(r, [3, 5], -9, 9, I32)),
+                                          In(Iv(r, [5], -3, 4, I32))])
+    case('prelu_i64', 'PRelu', lambda r: [In(Iv(r, [3, 5], -9, 9)), In(Iv(r, [3, 1], -3, 4))])
+
 
 def compare_cases():
     for op in ('Equal', 'Less', 'Greater', 'LessOrEqual', 'GreaterOrEqual'):
@@ -317,7 +413,7 @@ def compare_cases():
     case('equal_bool', 'Equal', lambda r: [In(Bv(r, [3, 4])), In(Bv(r, [3, 4]))])
     case('equal_i64_scalar_const', 'Equal', lambda r: [In(Iv(r, [3, 4], -3, 4, I64)),
                                                        K(np.array(1, I64))])
-    for op in ('And', 'Or'):
+    for op in ('And', 'Or', 'Xor'):
         case(f'{snake(op)}_same', op, lambda r: [In(Bv(r, [3, 4])), In(Bv(r, [3, 4]))])
         case(f'{snake(op)}_bcast', op, lambda r: [In(Bv(r, [2, 1, 4])), In(Bv(r, [3, 1]))])
     case('where_f32_same', 'Where', lambda r: [In(Bv(r, [3, 4])), In(N(r, [3, 4])),
@@ -365,6 +461,15 @@ def cast_cases():
         [0.0, -0.0, 1.0, 65504.0, 70000.0, -70000.0, 6e-8, 1e-9, np.inf, -np.inf,
          1.00048828125, 1.000732421875, 2049.0, 2051.0], F32))],
         dict(to=onnx.TensorProto.FLOAT16))
+
+    # CastLike: the target dtype comes from the second input (whose shape does not matter).
+    pairs = [(F32, F16, In), (F16, F32, In), (F32, I32, In), (F32, U8, In), (F32, BOOL, In),
+             (I64, F32, K), (I32, I8, K), (U8, I64, In), (BOOL, F32, In), (F16, I64, In),
+             (F32, F32, K)]
+    for src, dst, kind in pairs:
+        case(f'castlike_{DT_NAMES[src]}_to_{DT_NAMES[dst]}', 'CastLike',
+             lambda r, s=src, d=dst, kind=kind: [In(cast_source(r, s, d)),
+                                                 kind(np.zeros([2], d))])
 
 
 # ---- linear algebra, convolutions ----
@@ -562,6 +667,42 @@ def norm_cases():
         case(f'{s}_f16', op, lambda r: [In(N(r, [2, 5], dt=F16))])
         case(f'{s}_1d', op, lambda r: [In(N(r, [7]))])
 
+    def inorm(name, x, attrs=None, dt=F32, sb=K):
+        c = x[1]
+        case(name, 'InstanceNormalization',
+             lambda r: [In(N(r, x, 2.0, dt) + dt(0.5)), sb(U(r, [c], 0.5, 1.5, dt)),
+                        sb(N(r, [c], 0.3, dt))], attrs or {})
+    inorm('instancenorm_4d', [2, 3, 4, 5])
+    inorm('instancenorm_3d_eps', [2, 4, 9], dict(epsilon=0.1))
+    inorm('instancenorm_5d_inputs', [1, 2, 2, 3, 4], dict(epsilon=1e-3), sb=In)
+    inorm('instancenorm_f16', [1, 2, 8], dt=F16)
+
+    for p in (1, 2):
+        for ax in (-1, 0, 1):
+            case(f'lpnorm_p{p}_axis{ax}'.replace('-', 'neg'), 'LpNormalization',
+                 lambda r: [In(N(r, [3, 4, 5]))], dict(p=p, axis=ax))
+    case('lpnorm_default', 'LpNormalization', lambda r: [In(N(r, [3, 4]))])
+    case('lpnorm_f16', 'LpNormalization', lambda r: [In(N(r, [3, 4], dt=F16))], dict(p=2))
+
+    xm = lambda r: N(r, [2, 3, 4, 5], 2.0) + F32(0.5)
+    case('mvn_default', 'MeanVarianceNormalization', lambda r: [In(xm(r))])
+    case('mvn_axes_2_3', 'MeanVarianceNormalization', lambda r: [In(xm(r))], dict(axes=[2, 3]))
+    case('mvn_axes_1_3', 'MeanVarianceNormalization', lambda r: [In(xm(r))], dict(axes=[1, 3]))
+    case('mvn_3d_axes_0_neg1', 'MeanVarianceNormalization',
+         lambda r: [In(N(r, [2, 3, 6], 2.0) + F32(0.5))], dict(axes=[0, -1]))
+    case('mvn_f16', 'MeanVarianceNormalization', lambda r: [In(N(r, [2, 3, 2, 2], dt=F16))],
+         dict(axes=[2, 3]))
+
+    xh = lambda r: D(r, [3, 4, 5])
+    for ax in (0, 1, 2, -1):
+        case(f'hardmax_axis{ax}'.replace('-', '_neg'), 'Hardmax', lambda r: [In(xh(r))],
+             dict(axis=ax))
+    case('hardmax_default', 'Hardmax', lambda r: [In(xh(r))])
+    case('hardmax_op13', 'Hardmax', lambda r: [In(xh(r))], dict(axis=1), opset=13)
+    # Ties: the spec marks the first maximum.
+    case('hardmax_ties', 'Hardmax', lambda r: [In(Iv(r, [4, 6], 0, 3, F32))], dict(axis=1))
+    case('hardmax_f16', 'Hardmax', lambda r: [In(D(r, [3, 7], 0.25, F16))])
+
 
 # ---- reductions, selections ----
 def reduce_cases():
@@ -604,6 +745,32 @@ def reduce_cases():
     case('reduce_sum_i32', 'ReduceSum', lambda r: [In(Iv(r, [3, 4], -50, 50, I32)), K(i64(1))])
     case('reduce_sum_f16', 'ReduceSum', lambda r: [In(N(r, [3, 4], dt=F16)), K(i64(1))])
     case('reduce_sum_4d_spatial', 'ReduceSum', lambda r: [In(N(r, [2, 3, 4, 5])), K(i64(-2, -1))])
+
+    # The other reductions: same variants; inputs kept where each is well defined.
+    ranges = {'ReduceProd': (0.5, 1.5), 'ReduceL1': (-3, 3), 'ReduceL2': (-3, 3),
+              'ReduceSumSquare': (-3, 3), 'ReduceLogSum': (0.1, 3), 'ReduceLogSumExp': (-3, 3)}
+    for op, (lo, hi) in ranges.items():
+        s = snake(op)
+        xr = lambda r, lo=lo, hi=hi: U(r, [2, 3, 4], lo, hi)
+        for nm, axes, kd in variants:
+            attrs = dict(keepdims=kd)
+            if axes is not None:
+                attrs['axes'] = axes
+            case(f'{s}_{nm}', op, lambda r: [In(xr(r))], attrs)
+        case(f'{s}_op13_axis1', op, lambda r: [In(xr(r))], dict(axes=[1], keepdims=0), opset=13)
+        case(f'{s}_default_keepdims', op, lambda r: [In(xr(r))], dict(axes=[2]))
+        case(f'{s}_4d_spatial', op, lambda r, lo=lo, hi=hi: [In(U(r, [2, 3, 4, 5], lo, hi))],
+             dict(axes=[2, 3]))
+        case(f'{s}_f16', op, lambda r, lo=lo, hi=hi: [In(U(r, [2, 3, 4], lo, hi, F16))],
+             dict(axes=[1]))
+        if op not in ('ReduceLogSum', 'ReduceLogSumExp'):   # exact integer versions
+            ilo, ihi = (-3, 4) if op == 'ReduceProd' else (-9, 10)   # no overflow
+            case(f'{s}_i32', op, lambda r, ilo=ilo, ihi=ihi: [In(Iv(r, [3, 4], ilo, ihi, I32))],
+                 dict(axes=[1], keepdims=0))
+            case(f'{s}_i64', op, lambda r, ilo=ilo, ihi=ihi: [In(Iv(r, [2, 3, 4], ilo, ihi))],
+                 dict(axes=[0, 2]))
+    case('reduce_log_sum_exp_large', 'ReduceLogSumExp', lambda r: [In(N(r, [3, 4], 60.0))],
+         dict(axes=[1]))
 
     for op in ('ArgMax', 'ArgMin'):
         s = snake(op)
@@ -807,6 +974,66 @@ def shape_cases():
     case('identity_f16', 'Identity', lambda r: [In(N(r, [2, 3], dt=F16))])
     case('identity_i64', 'Identity', lambda r: [In(Iv(r, [2, 3], -9, 9))])
     case('identity_bool', 'Identity', lambda r: [In(Bv(r, [2, 3]))])
+
+    for mode in (None, 'DCR', 'CRD'):
+        nm = (mode or 'default').lower()
+        attrs = dict(blocksize=2) if mode is None else dict(blocksize=2, mode=mode)
+        case(f'depth_to_space_{nm}', 'DepthToSpace', lambda r: [In(N(r, [2, 8, 2, 3]))], attrs)
+    case('depth_to_space_dcr_b3', 'DepthToSpace', lambda r: [In(N(r, [1, 18, 2, 2]))],
+         dict(blocksize=3, mode='DCR'))
+    case('depth_to_space_crd_b3', 'DepthToSpace', lambda r: [In(N(r, [1, 18, 2, 2]))],
+         dict(blocksize=3, mode='CRD'))
+    case('depth_to_space_u8', 'DepthToSpace', lambda r: [In(Iv(r, [1, 8, 2, 3], 0, 255, U8))],
+         dict(blocksize=2, mode='CRD'))
+    case('depth_to_space_f16', 'DepthToSpace', lambda r: [In(N(r, [1, 4, 2, 3], dt=F16))],
+         dict(blocksize=2))
+    # ORT 1.30 has DepthToSpace/SpaceToDepth kernels for u8 and i8 only among the integers.
+    case('depth_to_space_i8', 'DepthToSpace',
+         lambda r: [In(Iv(r, [1, 4, 2, 2], -99, 99, I8))], dict(blocksize=2))
+    case('space_to_depth_b2', 'SpaceToDepth', lambda r: [In(N(r, [2, 3, 4, 6]))],
+         dict(blocksize=2))
+    case('space_to_depth_b3', 'SpaceToDepth', lambda r: [In(N(r, [1, 2, 6, 9]))],
+         dict(blocksize=3))
+    case('space_to_depth_u8', 'SpaceToDepth', lambda r: [In(Iv(r, [1, 2, 4, 4], 0, 255, U8))],
+         dict(blocksize=2))
+    case('space_to_depth_f16', 'SpaceToDepth', lambda r: [In(N(r, [1, 2, 4, 4], dt=F16))],
+         dict(blocksize=2))
+    case('space_to_depth_i8', 'SpaceToDepth', lambda r: [In(Iv(r, [1, 2, 4, 4], -99, 99, I8))],
+         dict(blocksize=2))
+
+    # Trilu: k (a constant) shifts the diagonal; k beyond the matrix keeps all or nothing.
+    for up in (1, 0):
+        for k in (None, 0, 2, -1, -5, 9):
+            nm = 'nok' if k is None else f'k{k}'.replace('-', 'neg')
+            case(f'trilu_{"upper" if up else "lower"}_{nm}', 'Trilu',
+                 lambda r, k=k: [In(N(r, [2, 4, 6]))] + ([] if k is None else
+                                                         [K(np.array(k, I64))]),
+                 dict(upper=up))
+    case('trilu_default_tall', 'Trilu', lambda r: [In(N(r, [6, 4])), K(np.array(1, I64))])
+    case('trilu_lower_4d', 'Trilu', lambda r: [In(N(r, [2, 2, 3, 4])), K(np.array(-1, I64))],
+         dict(upper=0))
+    case('trilu_i32', 'Trilu', lambda r: [In(Iv(r, [5, 3], -9, 9, I32)), K(np.array(1, I64))],
+         dict(upper=0))
+    case('trilu_i64', 'Trilu', lambda r: [In(Iv(r, [3, 3], -9, 9))])
+    case('trilu_bool', 'Trilu', lambda r: [In(Bv(r, [4, 4], 0.7))], dict(upper=0))
+    case('trilu_f16', 'Trilu', lambda r: [In(N(r, [3, 5], dt=F16)), K(np.array(-1, I64))])
+
+    # ReverseSequence: lengths in [0, time]; steps past a length are copied.
+    case('reverse_sequence_time_major', 'ReverseSequence',
+         lambda r: [In(N(r, [4, 3, 2])), In(i64(4, 1, 2))])
+    case('reverse_sequence_batch_major', 'ReverseSequence',
+         lambda r: [In(N(r, [3, 5, 2])), K(i64(5, 0, 3))], dict(batch_axis=0, time_axis=1))
+    case('reverse_sequence_explicit_axes', 'ReverseSequence',
+         lambda r: [In(N(r, [5, 2, 3])), K(i64(3, 5))], dict(batch_axis=1, time_axis=0))
+    case('reverse_sequence_2d', 'ReverseSequence', lambda r: [In(N(r, [4, 3])), In(i64(2, 4, 3))])
+    case('reverse_sequence_4d', 'ReverseSequence',
+         lambda r: [In(N(r, [2, 4, 2, 3])), K(i64(4, 2))], dict(batch_axis=0, time_axis=1))
+    case('reverse_sequence_i32', 'ReverseSequence',
+         lambda r: [In(Iv(r, [3, 4], -9, 9, I32)), K(i64(2, 3, 1, 3))])
+    case('reverse_sequence_f16', 'ReverseSequence',
+         lambda r: [In(N(r, [4, 2, 2], dt=F16)), K(i64(3, 4))])
+    case('reverse_sequence_bool', 'ReverseSequence',
+         lambda r: [In(Bv(r, [3, 4])), K(i64(3, 2, 0, 1))], dict(batch_axis=1, time_axis=0))
 
 
 # ---- generators, constants, indexing ----
@@ -1078,6 +1305,12 @@ def pool_cases():
     case('global_avgpool_1x1', 'GlobalAveragePool', lambda r: [In(N(r, [1, 4, 1, 1]))])
     case('global_avgpool_f16', 'GlobalAveragePool', lambda r: [In(N(r, [1, 2, 3, 3], dt=F16))])
 
+    case('global_maxpool_4d', 'GlobalMaxPool', lambda r: [In(N(r, [2, 3, 4, 5]))])
+    case('global_maxpool_3d', 'GlobalMaxPool', lambda r: [In(N(r, [2, 3, 7]))])
+    case('global_maxpool_5d', 'GlobalMaxPool', lambda r: [In(N(r, [1, 2, 3, 2, 4]))])
+    case('global_maxpool_1x1', 'GlobalMaxPool', lambda r: [In(N(r, [1, 4, 1, 1]))])
+    case('global_maxpool_f16', 'GlobalMaxPool', lambda r: [In(N(r, [1, 2, 3, 3], dt=F16))])
+
 
 def resize_cases():
     # Odd input sizes: with half_pixel and sizes, no output maps exactly onto a .5 source
@@ -1221,9 +1454,9 @@ def chain_cases():
 
 
 def build_all():
-    for fn in (unary_cases, binary_cases, compare_cases, cast_cases, conv_cases, matmul_cases,
-               norm_cases, reduce_cases, shape_cases, generator_cases, index_cases, pool_cases,
-               resize_cases, chain_cases):
+    for fn in (unary_cases, activation_cases, binary_cases, compare_cases, cast_cases,
+               conv_cases, matmul_cases, norm_cases, reduce_cases, shape_cases, generator_cases,
+               index_cases, pool_cases, resize_cases, chain_cases):
         fn()
 
 
