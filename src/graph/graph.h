@@ -3,7 +3,7 @@
  *
  * Lifecycle (XNNPACK's create -> reshape -> setup -> run, as build -> plan -> bind -> run):
  *   pvg_graph_load_onnx()   parse + validate the file into a pvg_graph (values, nodes)
- *   pvg_passes_run()        constant folding, BatchNorm folding, activation fusion
+ *   pvg_passes_run()        constant folding, BatchNorm folding, attention and activation fusion
  *   pvg_plan_create()       for one set of input shapes: shape inference, per-variant folding,
  *                           order, lifetimes, arena offsets, workspace; allocates the arena
  *   pvg_plan_run()          binds inputs and replays the plan; allocates nothing
@@ -173,8 +173,12 @@ pv_status pvg_stub_prepare(pvg_prep *p);
 #undef PVG_OP
 
 /* ---- passes ------------------------------------------------------------------------------- */
-typedef struct pvg_pass_stats { int folded, bn_folded, act_fused; } pvg_pass_stats;
+typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused; } pvg_pass_stats;
 pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st);
+/* MatMul -> scale -> [Add mask] -> Softmax -> MatMul chains into perceive::Attention
+ * (passes/attention.c); registers that operator on first use. */
+pv_status pvg_fuse_attention(pvg_graph *g, int *count);
+extern const pvg_op pvg_op_Attention;   /* custom domain "perceive" (ops/attention.c) */
 
 /* ---- plans -------------------------------------------------------------------------------- */
 typedef struct pvg_plan pvg_plan;

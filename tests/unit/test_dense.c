@@ -17,7 +17,6 @@
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define GUARD 16
-#define GUARD_VAL 12345.0f
 
 static pvc_pool *pool2;
 
@@ -39,74 +38,14 @@ static float *rand_buf(int64_t n)
 static pvc_tensor tf(int rank, const int64_t *dims, float *data) { return oph_tensor(PV_F32, rank, dims, data); }
 static pvc_tensor absent(void) { pvc_tensor t; memset(&t, 0, sizeof t); t.rank = -1; return t; }
 
-/* oph_run with a pool, a fused activation, NaN-filled outputs and guard floats after them. */
+/* oph_run with a pool, a fused activation, NaN-filled outputs and guard floats after them; a
+ * harness fault (unread attribute, guard overwritten...) fails the test. */
 static oph_result dense_run(const char *op_type, int opset, const pvc_tensor *in, int nin, int nout,
                             const oph_attr *attrs, int nattrs, pvg_act act, pvc_pool *pool)
 {
-    oph_result r;
-    memset(&r, 0, sizeof r);
-    const pvg_op *op = pvg_op_lookup("", op_type);
-    assert_non_null(op);
-    pvg_node node;
-    memset(&node, 0, sizeof node);
-    node.name = (char *)"test";
-    node.op_type = (char *)op_type;
-    node.domain = (char *)"";
-    node.op = op;
-    node.act = act;
-    pvg_attr at[16];
-    memset(at, 0, sizeof at);
-    for (int i = 0; i < nattrs; i++) {
-        at[i].name = (char *)attrs[i].name;
-        at[i].type = attrs[i].type;
-        at[i].i = attrs[i].i;
-        at[i].f = attrs[i].f;
-        at[i].s = (char *)attrs[i].s;
-        at[i].ints = (int64_t *)attrs[i].ints;
-        at[i].floats = (float *)attrs[i].floats;
-        at[i].n = attrs[i].n;
-    }
-    node.attrs = at;
-    node.nattrs = nattrs;
-    pvc_tensor pin[8];
-    for (int i = 0; i < nin; i++) { pin[i] = in[i]; pin[i].data = NULL; }
-    static unsigned char params[PVG_PARAMS_BYTES];
-    memset(params, 0, sizeof params);
-    pvg_prep p;
-    memset(&p, 0, sizeof p);
-    p.node = &node;
-    p.nin = nin;
-    p.nout = nout;
-    p.in = pin;
-    p.out = r.out;
-    p.params = params;
-    p.opset = opset;
-    p.msg = &r.msg;
-    r.nout = nout;
-    r.status = op->prepare(&p);
-    if (r.status != PV_OK) return r;
-    for (int i = 0; i < nattrs; i++)
-        if (!at[i].used) fail_msg("%s: attribute %s not read", op_type, at[i].name);
-    if (act.kind != PVG_ACT_NONE && !(op->flags & PVG_OP_FUSE_ACT)) fail_msg("%s cannot fuse", op_type);
-    for (int i = 0; i < nout; i++) {
-        pvc_tensor_set_contiguous(&r.out[i]);
-        size_t nb = pvc_nbytes(&r.out[i]);
-        r.out[i].data = malloc(nb + GUARD * sizeof(float));
-        memset(r.out[i].data, 0xff, nb);
-        float *g = (float *)((char *)r.out[i].data + nb);
-        for (int k = 0; k < GUARD; k++) g[k] = GUARD_VAL;
-    }
-    unsigned char *ws = p.workspace ? malloc(p.workspace + 64) : NULL;
-    if (ws) memset(ws, 0xff, p.workspace + 64);
-    pvg_exec x = { &node, params, in, nin, r.out, nout, ws, pool };
-    r.status = op->run(&x);
-    free(ws);
-    for (int i = 0; i < nout; i++) {
-        float g[GUARD];
-        memcpy(g, (char *)r.out[i].data + pvc_nbytes(&r.out[i]), sizeof g);
-        for (int k = 0; k < GUARD; k++)
-            if (g[k] != GUARD_VAL) fail_msg("%s: output %d guard overwritten", op_type, i);
-    }
+    oph_opts o = { act, pool, true };
+    oph_result r = oph_run_ex(op_type, opset, in, nin, 0, nout, attrs, nattrs, &o);
+    if (r.fault[0]) fail_msg("%s: %s", op_type, r.fault);
     return r;
 }
 

@@ -18,9 +18,7 @@
 static oph_result run_op(const char *op, int opset, const pvc_tensor *in, int nin, unsigned cmask,
                          const oph_attr *at, int nat)
 {
-    oph_result r = oph_run(op, opset, in, nin, cmask, 1, at, nat);
-    if (r.status != PV_OK) fail_msg("%s failed: %s", op, r.msg.text);
-    return r;
+    return oph_run_ok(op, opset, in, nin, cmask, 1, at, nat);
 }
 
 static pv_status run_status(const char *op, const pvc_tensor *in, int nin, const oph_attr *at, int nat)
@@ -28,24 +26,6 @@ static pv_status run_status(const char *op, const pvc_tensor *in, int nin, const
     oph_result r = oph_run(op, 17, in, nin, 0, 1, at, nat);
     oph_free(&r);
     return r.status;
-}
-
-static void expect_close(const float *got, const double *want, int n, double rtol, const char *what)
-{
-    for (int i = 0; i < n; i++) {
-        double g = got[i], w = want[i];
-        if (isnan(w) && isnan(g)) continue;
-        if (isinf(w) && g == w) continue;
-        if (!(fabs(g - w) <= rtol * fmax(1.0, fabs(w))))
-            fail_msg("%s[%d]: got %.9g want %.9g", what, i, g, w);
-    }
-}
-
-static void expect_shape(const pvc_tensor *t, pv_dtype dt, int rank, const int64_t *dims)
-{
-    assert_int_equal(t->dtype, dt);
-    assert_int_equal(t->rank, rank);
-    for (int i = 0; i < rank; i++) assert_int_equal(t->dims[i], dims[i]);
 }
 
 /* ---- unary ---------------------------------------------------------------------------------- */
@@ -66,10 +46,10 @@ static void test_unary_f32(void **state)
     };
     for (int c = 0; c < N(cases); c++) {
         oph_result r = run_op(cases[c].op, 13, &in, 1, 0, NULL, 0);
-        expect_shape(&r.out[0], PV_F32, 2, d);
+        oph_expect_shape(&r.out[0], PV_F32, 2, d);
         double want[9];
         for (int i = 0; i < 9; i++) want[i] = cases[c].f(x[i]);
-        expect_close(r.out[0].data, want, 9, 2e-6, cases[c].op);
+        oph_expect_close(r.out[0].data, want, 9, 2e-6, cases[c].op);
         oph_free(&r);
     }
 }
@@ -83,24 +63,24 @@ static void test_unary_relu_leaky_round(void **state)
 
     oph_result r = run_op("Relu", 14, &in, 1, 0, NULL, 0);
     double relu[] = { 0, 0, 0, 0.5, 1.5, 2.5, 0, 0, 2.4f, 0 };
-    expect_close(r.out[0].data, relu, 10, 0, "Relu");
+    oph_expect_close(r.out[0].data, relu, 10, 0, "Relu");
     oph_free(&r);
 
     r = run_op("LeakyRelu", 16, &in, 1, 0, NULL, 0);   /* alpha defaults to 0.01 */
     double lr[10];
     for (int i = 0; i < 10; i++) lr[i] = x[i] >= 0 ? x[i] : x[i] * 0.01f;
-    expect_close(r.out[0].data, lr, 10, 1e-7, "LeakyRelu default");
+    oph_expect_close(r.out[0].data, lr, 10, 1e-7, "LeakyRelu default");
     oph_free(&r);
 
     oph_attr a[] = { OPH_FLOAT("alpha", 0.5f) };
     r = run_op("LeakyRelu", 16, &in, 1, 0, a, 1);
     for (int i = 0; i < 10; i++) lr[i] = x[i] >= 0 ? x[i] : x[i] * 0.5;
-    expect_close(r.out[0].data, lr, 10, 0, "LeakyRelu 0.5");
+    oph_expect_close(r.out[0].data, lr, 10, 0, "LeakyRelu 0.5");
     oph_free(&r);
 
     r = run_op("Round", 11, &in, 1, 0, NULL, 0);     /* half to even */
     double rd[] = { -3, -0.0, 0, 0, 2, 2, -2, -2, 2, -3 };
-    expect_close(r.out[0].data, rd, 10, 0, "Round");
+    oph_expect_close(r.out[0].data, rd, 10, 0, "Round");
     oph_free(&r);
 }
 
@@ -212,7 +192,7 @@ static void test_clip(void **state)
     oph_result r = run_op("Clip", 13, &in, 1, 0, NULL, 0);   /* no bounds: identity */
     double same[7];
     for (int i = 0; i < 7; i++) same[i] = x[i];
-    expect_close(r.out[0].data, same, 7, 0, "Clip none");
+    oph_expect_close(r.out[0].data, same, 7, 0, "Clip none");
     oph_free(&r);
 
     float lo = -1.0f, hi = 2.0f;
@@ -221,13 +201,13 @@ static void test_clip(void **state)
     pvc_tensor three[3] = { in, oph_tensor(PV_F32, 0, d0, &lo), absent };
     r = run_op("Clip", 13, three, 3, 0x2, NULL, 0);          /* min only, constant */
     double mn[] = { -1, -1, 0, 0.5, 3, 10, NAN };
-    expect_close(r.out[0].data, mn, 7, 0, "Clip min");
+    oph_expect_close(r.out[0].data, mn, 7, 0, "Clip min");
     oph_free(&r);
 
     three[2] = oph_tensor(PV_F32, 0, d0, &hi);
     r = run_op("Clip", 13, three, 3, 0, NULL, 0);            /* both, run-time */
     double both[] = { -1, -1, 0, 0.5, 2, 2, NAN };
-    expect_close(r.out[0].data, both, 7, 0, "Clip both");
+    oph_expect_close(r.out[0].data, both, 7, 0, "Clip both");
     oph_free(&r);
 
     float hi2 = -3.0f;                                        /* min > max: everything = max */
@@ -261,7 +241,7 @@ static void test_clip(void **state)
     oph_attr at[] = { OPH_FLOAT("min", 0.0f), OPH_FLOAT("max", 6.0f) };
     r = run_op("Clip", 6, &in, 1, 0, at, 2);
     double relu6[] = { 0, 0, 0, 0.5, 3, 6, NAN };
-    expect_close(r.out[0].data, relu6, 7, 0, "Clip-6");
+    oph_expect_close(r.out[0].data, relu6, 7, 0, "Clip-6");
     oph_free(&r);
 
     /* F16 with F16 bounds */
@@ -317,7 +297,7 @@ static void test_binary_f32_broadcast(void **state)
     const char *ops[] = { "Add", "Sub", "Mul", "Div", "Pow", "Min", "Max" };
     for (int k = 0; k < N(ops); k++) {
         oph_result r = run_op(ops[k], 14, in, 2, 0, NULL, 0);
-        expect_shape(&r.out[0], PV_F32, 3, dy);
+        oph_expect_shape(&r.out[0], PV_F32, 3, dy);
         double want[24];
         for (int o = 0; o < 24; o++) {
             double x = a[bcast_index(&r.out[0], &in[0], o)], z = b[bcast_index(&r.out[0], &in[1], o)];
@@ -331,7 +311,7 @@ static void test_binary_f32_broadcast(void **state)
             default: want[o] = fmax(x, z); break;
             }
         }
-        expect_close(r.out[0].data, want, 24, 2e-6, ops[k]);
+        oph_expect_close(r.out[0].data, want, 24, 2e-6, ops[k]);
         oph_free(&r);
     }
 }
@@ -345,11 +325,11 @@ static void test_binary_scalar_paths(void **state)
     pvc_tensor vs[2] = { va, sc }, sv[2] = { sc, va }, ss[2] = { sc, sc };
     oph_result r = run_op("Sub", 14, vs, 2, 0, NULL, 0);
     double w1[] = { -1, 0, 1, 2, 3 };
-    expect_close(r.out[0].data, w1, 5, 0, "v-s");
+    oph_expect_close(r.out[0].data, w1, 5, 0, "v-s");
     oph_free(&r);
     r = run_op("Sub", 14, sv, 2, 0, NULL, 0);
     double w2[] = { 1, 0, -1, -2, -3 };
-    expect_close(r.out[0].data, w2, 5, 0, "s-v");
+    oph_expect_close(r.out[0].data, w2, 5, 0, "s-v");
     oph_free(&r);
     r = run_op("Div", 14, ss, 2, 0, NULL, 0);
     assert_int_equal(r.out[0].rank, 0);
@@ -357,11 +337,11 @@ static void test_binary_scalar_paths(void **state)
     oph_free(&r);
     r = run_op("Pow", 15, vs, 2, 0, NULL, 0);                  /* the x*x path */
     double w3[] = { 1, 4, 9, 16, 25 };
-    expect_close(r.out[0].data, w3, 5, 0, "pow2");
+    oph_expect_close(r.out[0].data, w3, 5, 0, "pow2");
     oph_free(&r);
     r = run_op("Pow", 15, sv, 2, 0, NULL, 0);
     double w4[] = { 2, 4, 8, 16, 32 };
-    expect_close(r.out[0].data, w4, 5, 1e-7, "2**v");
+    oph_expect_close(r.out[0].data, w4, 5, 1e-7, "2**v");
     oph_free(&r);
 
     /* same-rank broadcast with a size-1 axis in the middle, against one with a 0 dim */
@@ -369,7 +349,7 @@ static void test_binary_scalar_paths(void **state)
     float z[3] = { 1, 2, 3 };
     pvc_tensor e[2] = { oph_tensor(PV_F32, 2, d0, NULL), oph_tensor(PV_F32, 2, d1, z) };
     r = run_op("Add", 14, e, 2, 0, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, d0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, d0);
     oph_free(&r);
 }
 
@@ -463,7 +443,7 @@ static void test_mod_float_and_errors(void **state)
     oph_attr fm1[] = { OPH_INT("fmod", 1) }, fm0[] = { OPH_INT("fmod", 0) }, fm2[] = { OPH_INT("fmod", 2) };
     oph_result r = run_op("Mod", 13, in, 2, 0, fm1, 1);
     double w[] = { 1.5, -1.5, 1.5, -1.5 };
-    expect_close(r.out[0].data, w, 4, 0, "fmod");
+    oph_expect_close(r.out[0].data, w, 4, 0, "fmod");
     oph_free(&r);
     assert_int_equal(run_status("Mod", in, 2, fm0, 1), PV_EFORMAT);
     assert_int_equal(run_status("Mod", in, 2, NULL, 0), PV_EFORMAT);
@@ -497,7 +477,7 @@ static void test_pow_mixed(void **state)
     oph_result r = run_op("Pow", 15, fe, 2, 0, NULL, 0);
     assert_int_equal(r.out[0].dtype, PV_F32);
     double w[] = { 8, 9, 2, 1 };
-    expect_close(r.out[0].data, w, 4, 0, "f32**i64");
+    oph_expect_close(r.out[0].data, w, 4, 0, "f32**i64");
     oph_free(&r);
 
     int64_t bi[] = { 3, -2, 1, -1, 2, 0 }, ei[] = { 39, 63, -5, -3, -1, 0 };
@@ -536,17 +516,17 @@ static void test_min_max_variadic(void **state)
     int64_t da[] = { 4 }, db[] = { 1 }, dc[] = { 2, 4 };
     pvc_tensor in[3] = { oph_tensor(PV_F32, 1, da, a), oph_tensor(PV_F32, 1, db, b), oph_tensor(PV_F32, 2, dc, c) };
     oph_result r = run_op("Min", 13, in, 3, 0, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, dc);
+    oph_expect_shape(&r.out[0], PV_F32, 2, dc);
     double wmin[] = { 0, 3, NAN, -2, 1, 2, NAN, -2 };
-    expect_close(r.out[0].data, wmin, 8, 0, "Min3");
+    oph_expect_close(r.out[0].data, wmin, 8, 0, "Min3");
     oph_free(&r);
     r = run_op("Max", 13, in, 3, 0, NULL, 0);
     double wmax[] = { 3, 9, NAN, 4, 3, 5, NAN, 3 };
-    expect_close(r.out[0].data, wmax, 8, 0, "Max3");
+    oph_expect_close(r.out[0].data, wmax, 8, 0, "Max3");
     oph_free(&r);
     r = run_op("Max", 13, in, 1, 0, NULL, 0);
     double w1[] = { 1, 5, NAN, -2 };
-    expect_close(r.out[0].data, w1, 4, 0, "Max1");
+    oph_expect_close(r.out[0].data, w1, 4, 0, "Max1");
     oph_free(&r);
 
     int32_t ia[] = { -5, 7 }, ib[] = { 3, -9 };
@@ -572,7 +552,7 @@ static void test_compare(void **state)
     };
     for (int k = 0; k < N(cases); k++) {
         oph_result r = run_op(cases[k].op, 16, in, 2, 0, NULL, 0);
-        expect_shape(&r.out[0], PV_BOOL, 2, da);
+        oph_expect_shape(&r.out[0], PV_BOOL, 2, da);
         assert_memory_equal(r.out[0].data, cases[k].w, 6);
         oph_free(&r);
     }
@@ -632,12 +612,12 @@ static void test_where(void **state)
     int64_t dc[] = { 2, 1, 2 }, dx[] = { 2 }, dy[] = { 3, 1 }, dout[] = { 2, 3, 2 };
     pvc_tensor in[3] = { oph_tensor(PV_BOOL, 3, dc, c), oph_tensor(PV_F32, 1, dx, x), oph_tensor(PV_F32, 2, dy, y) };
     oph_result r = run_op("Where", 16, in, 3, 0, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 3, dout);
+    oph_expect_shape(&r.out[0], PV_F32, 3, dout);
     double w[12];
     for (int o = 0; o < 12; o++)
         w[o] = c[bcast_index(&r.out[0], &in[0], o)] ? x[bcast_index(&r.out[0], &in[1], o)]
                                                     : y[bcast_index(&r.out[0], &in[2], o)];
-    expect_close(r.out[0].data, w, 12, 0, "Where");
+    oph_expect_close(r.out[0].data, w, 12, 0, "Where");
     oph_free(&r);
 
     int64_t xi[] = { 1, 2, 3, 4 }, yi[] = { -7 };
@@ -715,7 +695,7 @@ static void test_cast(void **state)
     oph_free(&r);
     r = run_op("Cast", 13, &ti, 1, 0, to_f32, 1);
     double wf[] = { -1, 0, 1, 256, 300, -129, 1099511627776.0, 7 };
-    expect_close(r.out[0].data, wf, 8, 0, "i64->f32");
+    oph_expect_close(r.out[0].data, wf, 8, 0, "i64->f32");
     oph_free(&r);
     r = run_op("Cast", 13, &ti, 1, 0, to_bool, 1);
     uint8_t wib[] = { 1, 0, 1, 1, 1, 1, 1, 1 };
@@ -726,7 +706,7 @@ static void test_cast(void **state)
     pvc_tensor tb = oph_tensor(PV_BOOL, 1, d, bv);
     r = run_op("Cast", 13, &tb, 1, 0, to_f32, 1);
     double wbf[] = { 1, 0, 1, 1, 0, 0, 1, 0 };
-    expect_close(r.out[0].data, wbf, 8, 0, "bool->f32");
+    oph_expect_close(r.out[0].data, wbf, 8, 0, "bool->f32");
     oph_free(&r);
 
     uint16_t hv[8];

@@ -30,14 +30,6 @@ static pvc_tensor absent(void)
     return t;
 }
 
-static oph_result run_ok(const char *op, int opset, const pvc_tensor *in, int nin, unsigned cmask, int nout,
-                         const oph_attr *at, int nat)
-{
-    oph_result r = oph_run(op, opset, in, nin, cmask, nout, at, nat);
-    if (r.status != PV_OK) fail_msg("%s failed: %s", op, r.msg.text);
-    return r;
-}
-
 static pv_status run_status(const char *op, int opset, const pvc_tensor *in, int nin, unsigned cmask,
                             int nout, const oph_attr *at, int nat, const char *want_msg)
 {
@@ -46,14 +38,6 @@ static pv_status run_status(const char *op, int opset, const pvc_tensor *in, int
     if (want_msg && !strstr(m, want_msg)) fail_msg("%s: message '%s' lacks '%s'", op, m, want_msg);
     oph_free(&r);
     return r.status;
-}
-
-static void expect_shape(const pvc_tensor *t, pv_dtype dt, int rank, const int64_t *dims)
-{
-    assert_int_equal(t->dtype, dt);
-    assert_int_equal(t->rank, rank);
-    for (int i = 0; i < rank; i++)
-        if (t->dims[i] != dims[i]) fail_msg("dim %d: got %lld want %lld", i, (long long)t->dims[i], (long long)dims[i]);
 }
 
 static void expect_f32(const pvc_tensor *t, const float *want, int n)
@@ -81,8 +65,8 @@ static void test_reshape(void **state)
     for (int i = 0; i < 24; i++) x[i] = (float)i;
     int64_t sh[] = { 0, -1, 2 };
     pvc_tensor in[2] = { ten(PV_F32, 3, DIMS(2, 3, 4), x), ten(PV_I64, 1, DIMS(3), sh) };
-    oph_result r = run_ok("Reshape", 14, in, 2, 3u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 3, DIMS(2, 6, 2));
+    oph_result r = oph_run_ok("Reshape", 14, in, 2, 3u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 3, DIMS(2, 6, 2));
     expect_f32(&r.out[0], x, 24);
     oph_free(&r);
     assert_true(pvg_op_lookup("", "Reshape")->flags & PVG_OP_ALIAS);
@@ -91,15 +75,15 @@ static void test_reshape(void **state)
     int64_t z[] = { 0, 4 };
     pvc_tensor e[2] = { ten(PV_F32, 2, DIMS(0, 4), x), ten(PV_I64, 1, DIMS(2), z) };
     oph_attr az[] = { OPH_INT("allowzero", 1) };
-    r = run_ok("Reshape", 14, e, 2, 3u, 1, az, 1);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(0, 4));
+    r = oph_run_ok("Reshape", 14, e, 2, 3u, 1, az, 1);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(0, 4));
     oph_free(&r);
 
     /* int32 shape, scalar target */
     int32_t s32[] = { 1, 1 };
     pvc_tensor one[2] = { ten(PV_F32, 1, DIMS(1), x), ten(PV_I32, 1, DIMS(2), s32) };
-    r = run_ok("Reshape", 13, one, 2, 3u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(1, 1));
+    r = oph_run_ok("Reshape", 13, one, 2, 3u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(1, 1));
     oph_free(&r);
 
     int64_t two_infer[] = { -1, -1 }, bad_count[] = { 5, 5 }, neg[] = { -2, 12 }, zneg[] = { 0, -1 };
@@ -127,8 +111,8 @@ static void test_flatten_squeeze_unsqueeze_identity(void **state)
     struct { int64_t axis; int64_t d0, d1; } fl[] = { { 0, 1, 120 }, { 1, 2, 60 }, { 4, 120, 1 }, { -1, 24, 5 }, { -4, 1, 120 } };
     for (int i = 0; i < N(fl); i++) {
         oph_attr a[] = { OPH_INT("axis", fl[i].axis) };
-        oph_result r = run_ok("Flatten", 13, &in, 1, 0, 1, a, 1);
-        expect_shape(&r.out[0], PV_U8, 2, DIMS(fl[i].d0, fl[i].d1));
+        oph_result r = oph_run_ok("Flatten", 13, &in, 1, 0, 1, a, 1);
+        oph_expect_shape(&r.out[0], PV_U8, 2, DIMS(fl[i].d0, fl[i].d1));
         assert_memory_equal(r.out[0].data, x, 120);
         oph_free(&r);
     }
@@ -137,13 +121,13 @@ static void test_flatten_squeeze_unsqueeze_identity(void **state)
 
     /* Squeeze: all 1-dims, or the given (negative) axes */
     pvc_tensor s[2] = { ten(PV_U8, 5, DIMS(1, 3, 1, 4, 1), x), absent() };
-    oph_result r = run_ok("Squeeze", 13, s, 2, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_U8, 2, DIMS(3, 4));
+    oph_result r = oph_run_ok("Squeeze", 13, s, 2, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_U8, 2, DIMS(3, 4));
     oph_free(&r);
     int64_t ax[] = { -1, 0 };
     s[1] = ten(PV_I64, 1, DIMS(2), ax);
-    r = run_ok("Squeeze", 13, s, 2, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_U8, 3, DIMS(3, 1, 4));
+    r = oph_run_ok("Squeeze", 13, s, 2, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_U8, 3, DIMS(3, 1, 4));
     oph_free(&r);
     int64_t ax_bad[] = { 1 }, ax_dup[] = { 0, -5 };
     s[1] = ten(PV_I64, 1, DIMS(1), ax_bad);
@@ -152,15 +136,15 @@ static void test_flatten_squeeze_unsqueeze_identity(void **state)
     assert_int_equal(run_status("Squeeze", 13, s, 2, 2u, 1, NULL, 0, "repeated"), PV_EFORMAT);
     /* opset 11: axes attribute */
     oph_attr sa[] = { OPH_INTS("axes", ax, 2) };
-    r = run_ok("Squeeze", 11, s, 1, 0, 1, sa, 1);
-    expect_shape(&r.out[0], PV_U8, 3, DIMS(3, 1, 4));
+    r = oph_run_ok("Squeeze", 11, s, 1, 0, 1, sa, 1);
+    oph_expect_shape(&r.out[0], PV_U8, 3, DIMS(3, 1, 4));
     oph_free(&r);
 
     /* Unsqueeze: axes refer to the output rank, any order */
     int64_t ua[] = { 4, 0, -2 };
     pvc_tensor u[2] = { ten(PV_U8, 2, DIMS(3, 4), x), ten(PV_I64, 1, DIMS(3), ua) };
-    r = run_ok("Unsqueeze", 13, u, 2, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_U8, 5, DIMS(1, 3, 4, 1, 1));
+    r = oph_run_ok("Unsqueeze", 13, u, 2, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_U8, 5, DIMS(1, 3, 4, 1, 1));
     oph_free(&r);
     int64_t ua_dup[] = { 1, -3 }, ua_far[] = { 4 };
     u[1] = ten(PV_I64, 1, DIMS(2), ua_dup);
@@ -171,8 +155,8 @@ static void test_flatten_squeeze_unsqueeze_identity(void **state)
     pvc_tensor big[2] = { ten(PV_U8, 7, DIMS(1, 1, 1, 1, 1, 1, 1), x), ten(PV_I64, 1, DIMS(2), ua_dup) };
     assert_int_equal(run_status("Unsqueeze", 13, big, 2, 2u, 1, NULL, 0, "rank"), PV_EUNSUPPORTED);
 
-    oph_result id = run_ok("Identity", 13, &in, 1, 0, 1, NULL, 0);
-    expect_shape(&id.out[0], PV_U8, 4, DIMS(2, 3, 4, 5));
+    oph_result id = oph_run_ok("Identity", 13, &in, 1, 0, 1, NULL, 0);
+    oph_expect_shape(&id.out[0], PV_U8, 4, DIMS(2, 3, 4, 5));
     assert_memory_equal(id.out[0].data, x, 120);
     oph_free(&id);
     /* the views' run copies when asked to evaluate into another buffer (constant folding) */
@@ -210,8 +194,8 @@ static void test_transpose(void **state)
     /* default perm reverses: [2,3] -> [3,2] */
     int32_t m[] = { 1, 2, 3, 4, 5, 6 };
     pvc_tensor in = ten(PV_I32, 2, DIMS(2, 3), m);
-    oph_result r = run_ok("Transpose", 13, &in, 1, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I32, 2, DIMS(3, 2));
+    oph_result r = oph_run_ok("Transpose", 13, &in, 1, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I32, 2, DIMS(3, 2));
     expect_i64(&r.out[0], (const int64_t[]){ 1, 4, 2, 5, 3, 6 }, 6);
     oph_free(&r);
 
@@ -236,7 +220,7 @@ static void test_transpose(void **state)
             for (int i = 0; i < cases[c].r; i++) perm64[i] = cases[c].perm[i];
             oph_attr a[] = { OPH_INTS("perm", perm64, cases[c].r) };
             pvc_tensor t = ten(dts[di], cases[c].r, cases[c].d, x);
-            r = run_ok("Transpose", 13, &t, 1, 0, 1, a, 1);
+            r = oph_run_ok("Transpose", 13, &t, 1, 0, 1, a, 1);
             for (int i = 0; i < cases[c].r; i++) assert_int_equal(r.out[0].dims[i], cases[c].d[cases[c].perm[i]]);
             assert_memory_equal(r.out[0].data, want, (size_t)n * es);
             oph_free(&r);
@@ -302,8 +286,8 @@ static void test_concat(void **state)
     int16_t a[] = { 1, 2, 3, 4 }, b[] = { 5, 6 }, c[] = { 0 };
     pvc_tensor in[3] = { ten(PV_F16, 2, DIMS(2, 2), a), ten(PV_F16, 2, DIMS(2, 1), b), ten(PV_F16, 2, DIMS(2, 0), c) };
     oph_attr ax[] = { OPH_INT("axis", -1) };
-    oph_result r = run_ok("Concat", 13, in, 3, 0, 1, ax, 1);
-    expect_shape(&r.out[0], PV_F16, 2, DIMS(2, 3));
+    oph_result r = oph_run_ok("Concat", 13, in, 3, 0, 1, ax, 1);
+    oph_expect_shape(&r.out[0], PV_F16, 2, DIMS(2, 3));
     int16_t want[] = { 1, 2, 5, 3, 4, 6 };
     assert_memory_equal(r.out[0].data, want, sizeof want);
     oph_free(&r);
@@ -311,8 +295,8 @@ static void test_concat(void **state)
     int64_t p[] = { 1, 2 }, q[] = { 3, 4, 5, 6 };
     pvc_tensor in0[2] = { ten(PV_I64, 2, DIMS(1, 2), p), ten(PV_I64, 2, DIMS(2, 2), q) };
     oph_attr a0[] = { OPH_INT("axis", 0) };
-    r = run_ok("Concat", 13, in0, 2, 0, 1, a0, 1);
-    expect_shape(&r.out[0], PV_I64, 2, DIMS(3, 2));
+    r = oph_run_ok("Concat", 13, in0, 2, 0, 1, a0, 1);
+    oph_expect_shape(&r.out[0], PV_I64, 2, DIMS(3, 2));
     expect_i64(&r.out[0], (const int64_t[]){ 1, 2, 3, 4, 5, 6 }, 6);
     oph_free(&r);
 
@@ -333,34 +317,34 @@ static void test_split(void **state)
     int64_t sp[] = { 1, 2, 3 };
     pvc_tensor in[2] = { ten(PV_F32, 2, DIMS(2, 6), x), ten(PV_I64, 1, DIMS(3), sp) };
     oph_attr ax[] = { OPH_INT("axis", -1) };
-    oph_result r = run_ok("Split", 13, in, 2, 2u, 3, ax, 1);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 1));
-    expect_shape(&r.out[2], PV_F32, 2, DIMS(2, 3));
+    oph_result r = oph_run_ok("Split", 13, in, 2, 2u, 3, ax, 1);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 1));
+    oph_expect_shape(&r.out[2], PV_F32, 2, DIMS(2, 3));
     expect_f32(&r.out[0], (const float[]){ 0, 6 }, 2);
     expect_f32(&r.out[1], (const float[]){ 1, 2, 7, 8 }, 4);
     expect_f32(&r.out[2], (const float[]){ 3, 4, 5, 9, 10, 11 }, 6);
     oph_free(&r);
 
     /* equal parts, default axis 0 */
-    r = run_ok("Split", 13, in, 1, 0, 2, NULL, 0);
+    r = oph_run_ok("Split", 13, in, 1, 0, 2, NULL, 0);
     expect_f32(&r.out[1], x + 6, 6);
     oph_free(&r);
     /* opset 11: 'split' attribute */
     int64_t sa[] = { 4, 2 };
     oph_attr a11[] = { OPH_INT("axis", 1), OPH_INTS("split", sa, 2) };
-    r = run_ok("Split", 11, in, 1, 0, 2, a11, 2);
+    r = oph_run_ok("Split", 11, in, 1, 0, 2, a11, 2);
     expect_f32(&r.out[1], (const float[]){ 4, 5, 10, 11 }, 4);
     oph_free(&r);
     /* opset 18 num_outputs: ceil-sized parts, last smaller (6 -> 3 parts of 2; 6 -> 4: 2,2,2,0) */
     oph_attr no[] = { OPH_INT("axis", 1), OPH_INT("num_outputs", 4) };
-    r = run_ok("Split", 18, in, 1, 0, 4, no, 2);
-    expect_shape(&r.out[2], PV_F32, 2, DIMS(2, 2));
-    expect_shape(&r.out[3], PV_F32, 2, DIMS(2, 0));
+    r = oph_run_ok("Split", 18, in, 1, 0, 4, no, 2);
+    oph_expect_shape(&r.out[2], PV_F32, 2, DIMS(2, 2));
+    oph_expect_shape(&r.out[3], PV_F32, 2, DIMS(2, 0));
     expect_f32(&r.out[2], (const float[]){ 4, 5, 10, 11 }, 4);
     oph_free(&r);
     oph_attr no5[] = { OPH_INT("axis", 1), OPH_INT("num_outputs", 5) };
-    r = run_ok("Split", 18, in, 1, 0, 5, no5, 2);
-    expect_shape(&r.out[4], PV_F32, 2, DIMS(2, 0));
+    r = oph_run_ok("Split", 18, in, 1, 0, 5, no5, 2);
+    oph_expect_shape(&r.out[4], PV_F32, 2, DIMS(2, 0));
     oph_free(&r);
 
     assert_int_equal(run_status("Split", 13, in, 1, 0, 4, ax, 1, "equal parts"), PV_EFORMAT);
@@ -383,8 +367,8 @@ static void test_slice(void **state)
     int64_t st[] = { 1, 0 }, en[] = { 2, 3 }, ax[] = { 0, 1 }, sp[] = { 1, 2 };
     pvc_tensor in[5] = { ten(PV_F32, 2, DIMS(2, 4), x), ten(PV_I64, 1, DIMS(2), st), ten(PV_I64, 1, DIMS(2), en),
                          ten(PV_I64, 1, DIMS(2), ax), ten(PV_I64, 1, DIMS(2), sp) };
-    oph_result r = run_ok("Slice", 13, in, 5, 0x1eu, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(1, 2));
+    oph_result r = oph_run_ok("Slice", 13, in, 5, 0x1eu, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(1, 2));
     expect_f32(&r.out[0], (const float[]){ 5, 7 }, 2);
     oph_free(&r);
 
@@ -392,7 +376,7 @@ static void test_slice(void **state)
     int64_t st2[] = { 0, 1 }, en2[] = { -1, 1000 };
     in[1] = ten(PV_I64, 1, DIMS(2), st2);
     in[2] = ten(PV_I64, 1, DIMS(2), en2);
-    r = run_ok("Slice", 13, in, 3, 6u, 1, NULL, 0);
+    r = oph_run_ok("Slice", 13, in, 3, 6u, 1, NULL, 0);
     expect_f32(&r.out[0], (const float[]){ 2, 3, 4 }, 3);
     oph_free(&r);
 
@@ -401,7 +385,7 @@ static void test_slice(void **state)
     int64_t e3[] = { INT64_MIN };
     pvc_tensor rv[5] = { in[0], ten(PV_I32, 1, DIMS(1), s3), ten(PV_I64, 1, DIMS(1), e3), ten(PV_I32, 1, DIMS(1), a3),
                          ten(PV_I32, 1, DIMS(1), p3) };
-    r = run_ok("Slice", 13, rv, 5, 0x1eu, 1, NULL, 0);
+    r = oph_run_ok("Slice", 13, rv, 5, 0x1eu, 1, NULL, 0);
     expect_f32(&r.out[0], (const float[]){ 4, 3, 2, 1, 8, 7, 6, 5 }, 8);
     oph_free(&r);
 
@@ -409,21 +393,21 @@ static void test_slice(void **state)
     int64_t s4[] = { INT64_MAX }, e4[] = { 0 }, a4[] = { 1 }, p4[] = { -2 };
     pvc_tensor n4[5] = { in[0], ten(PV_I64, 1, DIMS(1), s4), ten(PV_I64, 1, DIMS(1), e4), ten(PV_I64, 1, DIMS(1), a4),
                          ten(PV_I64, 1, DIMS(1), p4) };
-    r = run_ok("Slice", 13, n4, 5, 0x1eu, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 2));
+    r = oph_run_ok("Slice", 13, n4, 5, 0x1eu, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 2));
     expect_f32(&r.out[0], (const float[]){ 4, 2, 8, 6 }, 4);
     oph_free(&r);
 
     /* empty results: start past the end; INT64_MIN step selects one element */
     int64_t s5[] = { 5 }, e5[] = { INT64_MAX };
     pvc_tensor n5[4] = { in[0], ten(PV_I64, 1, DIMS(1), s5), ten(PV_I64, 1, DIMS(1), e5), ten(PV_I64, 1, DIMS(1), a4) };
-    r = run_ok("Slice", 13, n5, 4, 0xeu, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 0));
+    r = oph_run_ok("Slice", 13, n5, 4, 0xeu, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 0));
     oph_free(&r);
     int64_t s6[] = { -1 }, e6[] = { INT64_MIN }, p6[] = { INT64_MIN };
     pvc_tensor n6[5] = { in[0], ten(PV_I64, 1, DIMS(1), s6), ten(PV_I64, 1, DIMS(1), e6), ten(PV_I64, 1, DIMS(1), a4),
                          ten(PV_I64, 1, DIMS(1), p6) };
-    r = run_ok("Slice", 13, n6, 5, 0x1eu, 1, NULL, 0);
+    r = oph_run_ok("Slice", 13, n6, 5, 0x1eu, 1, NULL, 0);
     expect_f32(&r.out[0], (const float[]){ 4, 8 }, 2);
     oph_free(&r);
 
@@ -452,16 +436,16 @@ static void test_gather(void **state)
     int32_t idx[] = { 0, 2, -1 };
     pvc_tensor in[2] = { ten(PV_F32, 2, DIMS(3, 3), x), ten(PV_I32, 2, DIMS(1, 3), idx) };
     oph_attr a1[] = { OPH_INT("axis", 1) };
-    oph_result r = run_ok("Gather", 13, in, 2, 0, 1, a1, 1);
-    expect_shape(&r.out[0], PV_F32, 3, DIMS(3, 1, 3));
+    oph_result r = oph_run_ok("Gather", 13, in, 2, 0, 1, a1, 1);
+    oph_expect_shape(&r.out[0], PV_F32, 3, DIMS(3, 1, 3));
     expect_f32(&r.out[0], (const float[]){ 1.0f, 1.9f, 1.9f, 2.3f, 3.9f, 3.9f, 4.5f, 5.9f, 5.9f }, 9);
     oph_free(&r);
 
     /* axis 0 with a scalar index: drops the dim */
     int64_t k = -2;
     in[1] = ten(PV_I64, 0, NULL, &k);
-    r = run_ok("Gather", 13, in, 2, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 1, DIMS(3));
+    r = oph_run_ok("Gather", 13, in, 2, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 1, DIMS(3));
     expect_f32(&r.out[0], (const float[]){ 2.3f, 3.4f, 3.9f }, 3);
     oph_free(&r);
 
@@ -469,7 +453,7 @@ static void test_gather(void **state)
     uint8_t b[] = { 1, 0, 0, 1, 1, 0 };
     int64_t bi[] = { 1, 1, 0 };
     pvc_tensor bin[2] = { ten(PV_BOOL, 2, DIMS(3, 2), b), ten(PV_I64, 1, DIMS(3), bi) };
-    r = run_ok("Gather", 13, bin, 2, 0, 1, NULL, 0);
+    r = oph_run_ok("Gather", 13, bin, 2, 0, 1, NULL, 0);
     uint8_t bw[] = { 0, 1, 0, 1, 1, 0 };
     assert_memory_equal(r.out[0].data, bw, 6);
     oph_free(&r);
@@ -497,7 +481,7 @@ static void test_gather_elements(void **state)
     int64_t idx[] = { 0, 0, 1, 0 };
     pvc_tensor in[2] = { ten(PV_I32, 2, DIMS(2, 2), x), ten(PV_I64, 2, DIMS(2, 2), idx) };
     oph_attr a1[] = { OPH_INT("axis", 1) };
-    oph_result r = run_ok("GatherElements", 13, in, 2, 0, 1, a1, 1);
+    oph_result r = oph_run_ok("GatherElements", 13, in, 2, 0, 1, a1, 1);
     expect_i64(&r.out[0], (const int64_t[]){ 1, 1, 4, 3 }, 4);
     oph_free(&r);
 
@@ -505,8 +489,8 @@ static void test_gather_elements(void **state)
     float y[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
     int32_t i2[] = { 1, -1, 0, -1, 0, 0 };
     pvc_tensor in2[2] = { ten(PV_F32, 2, DIMS(3, 3), y), ten(PV_I32, 2, DIMS(2, 3), i2) };
-    r = run_ok("GatherElements", 13, in2, 2, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 3));
+    r = oph_run_ok("GatherElements", 13, in2, 2, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 3));
     expect_f32(&r.out[0], (const float[]){ 4, 8, 3, 7, 2, 3 }, 6);
     oph_free(&r);
 
@@ -529,31 +513,31 @@ static void test_gather_nd(void **state)
     int32_t x[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
     int64_t i3[] = { 0, 1, 1, 0 };
     pvc_tensor in[2] = { ten(PV_I32, 3, DIMS(2, 2, 2), x), ten(PV_I64, 2, DIMS(2, 2), i3) };
-    oph_result r = run_ok("GatherND", 13, in, 2, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I32, 2, DIMS(2, 2));
+    oph_result r = oph_run_ok("GatherND", 13, in, 2, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I32, 2, DIMS(2, 2));
     expect_i64(&r.out[0], (const int64_t[]){ 2, 3, 4, 5 }, 4);
     oph_free(&r);
 
     /* spec example 4: indices [[[0,1]],[[1,0]]] -> [[[2,3]],[[4,5]]] */
     in[1] = ten(PV_I64, 3, DIMS(2, 1, 2), i3);
-    r = run_ok("GatherND", 13, in, 2, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I32, 3, DIMS(2, 1, 2));
+    r = oph_run_ok("GatherND", 13, in, 2, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I32, 3, DIMS(2, 1, 2));
     oph_free(&r);
 
     /* spec example 5: batch_dims 1, indices [[1],[0]] -> [[2,3],[4,5]]; negative form */
     int64_t i5[] = { -1, 0 };
     in[1] = ten(PV_I64, 2, DIMS(2, 1), i5);
     oph_attr b1[] = { OPH_INT("batch_dims", 1) };
-    r = run_ok("GatherND", 13, in, 2, 0, 1, b1, 1);
-    expect_shape(&r.out[0], PV_I32, 2, DIMS(2, 2));
+    r = oph_run_ok("GatherND", 13, in, 2, 0, 1, b1, 1);
+    oph_expect_shape(&r.out[0], PV_I32, 2, DIMS(2, 2));
     expect_i64(&r.out[0], (const int64_t[]){ 2, 3, 4, 5 }, 4);
     oph_free(&r);
 
     /* full-rank tuples: each picks one element */
     int32_t i6[] = { 1, 1, 1, 0, 0, 1 };
     in[1] = ten(PV_I32, 2, DIMS(2, 3), i6);
-    r = run_ok("GatherND", 13, in, 2, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I32, 1, DIMS(2));
+    r = oph_run_ok("GatherND", 13, in, 2, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I32, 1, DIMS(2));
     expect_i64(&r.out[0], (const int64_t[]){ 7, 1 }, 2);
     oph_free(&r);
 
@@ -578,7 +562,7 @@ static void test_scatter_nd(void **state)
     float x[] = { 1, 2, 3, 4, 5, 6, 7, 8 }, u[] = { 9, 10, 11, 12 };
     int64_t idx[] = { 4, 3, 1, 7 };
     pvc_tensor in[3] = { ten(PV_F32, 1, DIMS(8), x), ten(PV_I64, 2, DIMS(4, 1), idx), ten(PV_F32, 1, DIMS(4), u) };
-    oph_result r = run_ok("ScatterND", 13, in, 3, 0, 1, NULL, 0);
+    oph_result r = oph_run_ok("ScatterND", 13, in, 3, 0, 1, NULL, 0);
     expect_f32(&r.out[0], (const float[]){ 1, 11, 3, 10, 9, 6, 7, 12 }, 8);
     oph_free(&r);
 
@@ -587,10 +571,10 @@ static void test_scatter_nd(void **state)
     in[1] = ten(PV_I64, 2, DIMS(4, 1), dup);
     oph_attr add[] = { OPH_STR("reduction", "add") }, mul[] = { OPH_STR("reduction", "mul") },
              mx[] = { OPH_STR("reduction", "max") };
-    r = run_ok("ScatterND", 16, in, 3, 0, 1, add, 1);
+    r = oph_run_ok("ScatterND", 16, in, 3, 0, 1, add, 1);
     expect_f32(&r.out[0], (const float[]){ 12, 21, 3, 4, 5, 6, 7, 20 }, 8);
     oph_free(&r);
-    r = run_ok("ScatterND", 16, in, 3, 0, 1, mul, 1);
+    r = oph_run_ok("ScatterND", 16, in, 3, 0, 1, mul, 1);
     expect_f32(&r.out[0], (const float[]){ 11, 180, 3, 4, 5, 6, 7, 96 }, 8);
     oph_free(&r);
 
@@ -598,7 +582,7 @@ static void test_scatter_nd(void **state)
     int8_t d8[] = { 1, 2, 3, 4, 5, 6, 7, 8 }, u8[] = { 9, 0, 9, 0 };
     int64_t i1[] = { 1 };
     pvc_tensor s[3] = { ten(PV_I8, 3, DIMS(2, 2, 2), d8), ten(PV_I64, 2, DIMS(1, 1), i1), ten(PV_I8, 3, DIMS(1, 2, 2), u8) };
-    r = run_ok("ScatterND", 18, s, 3, 0, 1, mx, 1);
+    r = oph_run_ok("ScatterND", 18, s, 3, 0, 1, mx, 1);
     expect_i64(&r.out[0], (const int64_t[]){ 1, 2, 3, 4, 9, 6, 9, 8 }, 8);
     oph_free(&r);
 
@@ -622,7 +606,7 @@ static void test_scatter_elements(void **state)
     float x[9] = { 0 }, u[] = { 1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f };
     int64_t idx[] = { 1, 0, 2, 0, 2, 1 };
     pvc_tensor in[3] = { ten(PV_F32, 2, DIMS(3, 3), x), ten(PV_I64, 2, DIMS(2, 3), idx), ten(PV_F32, 2, DIMS(2, 3), u) };
-    oph_result r = run_ok("ScatterElements", 13, in, 3, 0, 1, NULL, 0);
+    oph_result r = oph_run_ok("ScatterElements", 13, in, 3, 0, 1, NULL, 0);
     expect_f32(&r.out[0], (const float[]){ 2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f }, 9);
     oph_free(&r);
 
@@ -631,7 +615,7 @@ static void test_scatter_elements(void **state)
     int32_t j[] = { 1, -2 };
     pvc_tensor in2[3] = { ten(PV_F32, 2, DIMS(1, 5), y), ten(PV_I32, 2, DIMS(1, 2), j), ten(PV_F32, 2, DIMS(1, 2), v) };
     oph_attr a1[] = { OPH_INT("axis", 1) };
-    r = run_ok("ScatterElements", 13, in2, 3, 0, 1, a1, 1);
+    r = oph_run_ok("ScatterElements", 13, in2, 3, 0, 1, a1, 1);
     expect_f32(&r.out[0], (const float[]){ 1, 1.1f, 3, 2.1f, 5 }, 5);
     oph_free(&r);
 
@@ -641,16 +625,16 @@ static void test_scatter_elements(void **state)
     pvc_tensor in3[3] = { ten(PV_I64, 1, DIMS(3), xi), ten(PV_I64, 1, DIMS(4), di), ten(PV_I64, 1, DIMS(4), ui) };
     oph_attr add[] = { OPH_STR("reduction", "add") }, mn[] = { OPH_STR("reduction", "min") },
              mul[] = { OPH_STR("reduction", "mul") };
-    r = run_ok("ScatterElements", 16, in3, 3, 0, 1, add, 1);
+    r = oph_run_ok("ScatterElements", 16, in3, 3, 0, 1, add, 1);
     expect_i64(&r.out[0], (const int64_t[]){ 17, 20, 33 }, 3);
     oph_free(&r);
-    r = run_ok("ScatterElements", 18, in3, 3, 0, 1, mn, 1);
+    r = oph_run_ok("ScatterElements", 18, in3, 3, 0, 1, mn, 1);
     expect_i64(&r.out[0], (const int64_t[]){ 1, 20, 3 }, 3);
     oph_free(&r);
     uint8_t bx[] = { 1, 1, 0 }, bu[] = { 1, 0 };
     int64_t bi[] = { 0, 1 };
     pvc_tensor in4[3] = { ten(PV_BOOL, 1, DIMS(3), bx), ten(PV_I64, 1, DIMS(2), bi), ten(PV_BOOL, 1, DIMS(2), bu) };
-    r = run_ok("ScatterElements", 16, in4, 3, 0, 1, mul, 1);
+    r = oph_run_ok("ScatterElements", 16, in4, 3, 0, 1, mul, 1);
     expect_i64(&r.out[0], (const int64_t[]){ 1, 0, 0 }, 3);
     oph_free(&r);
 
@@ -675,15 +659,15 @@ static void test_expand_tile(void **state)
     float x[] = { 1, 2, 3 };
     int64_t sh[] = { 2, 1, 6 };
     pvc_tensor in[2] = { ten(PV_F32, 2, DIMS(3, 1), x), ten(PV_I64, 1, DIMS(3), sh) };
-    oph_result r = run_ok("Expand", 13, in, 2, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 3, DIMS(2, 3, 6));
+    oph_result r = oph_run_ok("Expand", 13, in, 2, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 3, DIMS(2, 3, 6));
     for (int i = 0; i < 36; i++) assert_true(((float *)r.out[0].data)[i] == x[(i / 6) % 3]);
     oph_free(&r);
     /* shape smaller than the input: [3,1] with [4] -> [3,4] */
     int64_t s4[] = { 4 };
     in[1] = ten(PV_I64, 1, DIMS(1), s4);
-    r = run_ok("Expand", 13, in, 2, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(3, 4));
+    r = oph_run_ok("Expand", 13, in, 2, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(3, 4));
     expect_f32(&r.out[0], (const float[]){ 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3 }, 12);
     oph_free(&r);
     int64_t bad[] = { 2, 2 };
@@ -695,20 +679,20 @@ static void test_expand_tile(void **state)
     int8_t t[] = { 1, 2, 3, 4 };
     int64_t rep[] = { 2, 2 };
     pvc_tensor ti[2] = { ten(PV_I8, 2, DIMS(2, 2), t), ten(PV_I64, 1, DIMS(2), rep) };
-    r = run_ok("Tile", 13, ti, 2, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I8, 2, DIMS(4, 4));
+    r = oph_run_ok("Tile", 13, ti, 2, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I8, 2, DIMS(4, 4));
     expect_i64(&r.out[0], (const int64_t[]){ 1, 2, 1, 2, 3, 4, 3, 4, 1, 2, 1, 2, 3, 4, 3, 4 }, 16);
     oph_free(&r);
     uint16_t bf[] = { 0x3f80, 0x4000 };
     int64_t rep3[] = { 3, 1 }, rep0[] = { 0, 5 };
     pvc_tensor tb[2] = { ten(PV_BF16, 2, DIMS(1, 2), bf), ten(PV_I64, 1, DIMS(2), rep3) };
-    r = run_ok("Tile", 13, tb, 2, 2u, 1, NULL, 0);
+    r = oph_run_ok("Tile", 13, tb, 2, 2u, 1, NULL, 0);
     uint16_t bw[] = { 0x3f80, 0x4000, 0x3f80, 0x4000, 0x3f80, 0x4000 };
     assert_memory_equal(r.out[0].data, bw, sizeof bw);
     oph_free(&r);
     tb[1] = ten(PV_I64, 1, DIMS(2), rep0);
-    r = run_ok("Tile", 13, tb, 2, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_BF16, 2, DIMS(0, 10));
+    r = oph_run_ok("Tile", 13, tb, 2, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_BF16, 2, DIMS(0, 10));
     oph_free(&r);
     tb[1] = ten(PV_I64, 1, DIMS(1), rep0);
     assert_int_equal(run_status("Tile", 13, tb, 2, 2u, 1, NULL, 0, "'repeats'"), PV_EFORMAT);
@@ -729,45 +713,45 @@ static void test_pad(void **state)
     /* spec examples: constant (value 0 when absent), reflect, edge */
     {
         pvc_tensor in2[3] = { in[0], in[1], absent() };
-        oph_result r = run_ok("Pad", 13, in2, 3, 2u, 1, NULL, 0);
-        expect_shape(&r.out[0], PV_F32, 2, DIMS(3, 4));
+        oph_result r = oph_run_ok("Pad", 13, in2, 3, 2u, 1, NULL, 0);
+        oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(3, 4));
         expect_f32(&r.out[0], (const float[]){ 0, 0, 1.0f, 1.2f, 0, 0, 2.3f, 3.4f, 0, 0, 4.5f, 5.7f }, 12);
         oph_free(&r);
     }
     oph_attr refl[] = { OPH_STR("mode", "reflect") }, edge[] = { OPH_STR("mode", "edge") };
-    oph_result r = run_ok("Pad", 13, in, 2, 2u, 1, refl, 1);
+    oph_result r = oph_run_ok("Pad", 13, in, 2, 2u, 1, refl, 1);
     expect_f32(&r.out[0], (const float[]){ 1.0f, 1.2f, 1.0f, 1.2f, 2.3f, 3.4f, 2.3f, 3.4f, 4.5f, 5.7f, 4.5f, 5.7f }, 12);
     oph_free(&r);
-    r = run_ok("Pad", 13, in, 2, 2u, 1, edge, 1);
+    r = oph_run_ok("Pad", 13, in, 2, 2u, 1, edge, 1);
     expect_f32(&r.out[0], (const float[]){ 1.0f, 1.0f, 1.0f, 1.2f, 2.3f, 2.3f, 2.3f, 3.4f, 4.5f, 4.5f, 4.5f, 5.7f }, 12);
     oph_free(&r);
 
     /* constant value given at run time; pads on both axes, one negative (crop) */
     int64_t p2[] = { 1, -1, 0, 1 };
     in[1] = ten(PV_I64, 1, DIMS(4), p2);
-    r = run_ok("Pad", 13, in, 3, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(4, 2));
+    r = oph_run_ok("Pad", 13, in, 3, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(4, 2));
     expect_f32(&r.out[0], (const float[]){ 9, 9, 1.2f, 9, 3.4f, 9, 5.7f, 9 }, 8);
     oph_free(&r);
 
     /* reflect on a 1-D int64 row of 4 by 3 on each side: 3 2 1 [0 1 2 3] 2 1 0 */
     int64_t row[] = { 0, 1, 2, 3 }, p3[] = { 3, 3 };
     pvc_tensor ri[2] = { ten(PV_I64, 1, DIMS(4), row), ten(PV_I64, 1, DIMS(2), p3) };
-    r = run_ok("Pad", 13, ri, 2, 2u, 1, refl, 1);
+    r = oph_run_ok("Pad", 13, ri, 2, 2u, 1, refl, 1);
     expect_i64(&r.out[0], (const int64_t[]){ 3, 2, 1, 0, 1, 2, 3, 2, 1, 0 }, 10);
     oph_free(&r);
     /* crop then reflect: pads [-2, 2] keep [2 3] and mirror it: 2 3 2 3 */
     int64_t p4[] = { -2, 2 };
     ri[1] = ten(PV_I64, 1, DIMS(2), p4);
-    r = run_ok("Pad", 13, ri, 2, 2u, 1, refl, 1);
+    r = oph_run_ok("Pad", 13, ri, 2, 2u, 1, refl, 1);
     expect_i64(&r.out[0], (const int64_t[]){ 2, 3, 2, 3 }, 4);
     oph_free(&r);
 
     /* opset 18 axes input: pad only axis -1 of [3,2] by [1, 0] with edge */
     int64_t p5[] = { 1, 0 }, ax[] = { -1 };
     pvc_tensor a18[4] = { ten(PV_F32, 2, DIMS(3, 2), x), ten(PV_I64, 1, DIMS(2), p5), absent(), ten(PV_I64, 1, DIMS(1), ax) };
-    r = run_ok("Pad", 18, a18, 4, 0xau, 1, edge, 1);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(3, 3));
+    r = oph_run_ok("Pad", 18, a18, 4, 0xau, 1, edge, 1);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(3, 3));
     expect_f32(&r.out[0], (const float[]){ 1.0f, 1.0f, 1.2f, 2.3f, 2.3f, 3.4f, 4.5f, 4.5f, 5.7f }, 9);
     oph_free(&r);
 
@@ -800,13 +784,13 @@ static void test_shape_size(void **state)
         int na = 0;
         if (cases[i].has_s) a[na++] = (oph_attr)OPH_INT("start", cases[i].s);
         if (cases[i].has_e) a[na++] = (oph_attr)OPH_INT("end", cases[i].e);
-        oph_result r = run_ok("Shape", 15, &in, 1, 0, 1, a, na);
-        expect_shape(&r.out[0], PV_I64, 1, DIMS(cases[i].n));
+        oph_result r = oph_run_ok("Shape", 15, &in, 1, 0, 1, a, na);
+        oph_expect_shape(&r.out[0], PV_I64, 1, DIMS(cases[i].n));
         expect_i64(&r.out[0], cases[i].want, cases[i].n);
         oph_free(&r);
     }
-    oph_result r = run_ok("Size", 13, &in, 1, 0, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I64, 0, NULL);
+    oph_result r = oph_run_ok("Size", 13, &in, 1, 0, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I64, 0, NULL);
     assert_int_equal(*(int64_t *)r.out[0].data, 24);
     oph_free(&r);
 }
@@ -854,24 +838,24 @@ static void test_constant(void **state)
     (void)state;
     int64_t iv[] = { 3, -1, 4 };
     oph_attr ints[] = { OPH_INTS("value_ints", iv, 3) };
-    oph_result r = run_ok("Constant", 13, NULL, 0, 0, 1, ints, 1);
-    expect_shape(&r.out[0], PV_I64, 1, DIMS(3));
+    oph_result r = oph_run_ok("Constant", 13, NULL, 0, 0, 1, ints, 1);
+    oph_expect_shape(&r.out[0], PV_I64, 1, DIMS(3));
     expect_i64(&r.out[0], iv, 3);
     oph_free(&r);
     oph_attr f1[] = { OPH_FLOAT("value_float", 2.5f) };
-    r = run_ok("Constant", 13, NULL, 0, 0, 1, f1, 1);
-    expect_shape(&r.out[0], PV_F32, 0, NULL);
+    r = oph_run_ok("Constant", 13, NULL, 0, 0, 1, f1, 1);
+    oph_expect_shape(&r.out[0], PV_F32, 0, NULL);
     expect_f32(&r.out[0], (const float[]){ 2.5f }, 1);
     oph_free(&r);
     float fv[] = { 1.5f, -2 };
     oph_attr fs[] = { OPH_FLOATS("value_floats", fv, 2) };
-    r = run_ok("Constant", 13, NULL, 0, 0, 1, fs, 1);
-    expect_shape(&r.out[0], PV_F32, 1, DIMS(2));
+    r = oph_run_ok("Constant", 13, NULL, 0, 0, 1, fs, 1);
+    oph_expect_shape(&r.out[0], PV_F32, 1, DIMS(2));
     expect_f32(&r.out[0], fv, 2);
     oph_free(&r);
     oph_attr i1[] = { OPH_INT("value_int", -7) };
-    r = run_ok("Constant", 13, NULL, 0, 0, 1, i1, 1);
-    expect_shape(&r.out[0], PV_I64, 0, NULL);
+    r = oph_run_ok("Constant", 13, NULL, 0, 0, 1, i1, 1);
+    oph_expect_shape(&r.out[0], PV_I64, 0, NULL);
     expect_i64(&r.out[0], (const int64_t[]){ -7 }, 1);
     oph_free(&r);
 
@@ -881,7 +865,7 @@ static void test_constant(void **state)
     memset(&out, 0, sizeof out);
     int32_t ob[6] = { 0 };
     assert_int_equal(run_with_tensor_attr("Constant", "value", &t, NULL, 0, &out, ob), PV_OK);
-    expect_shape(&out, PV_I32, 2, DIMS(2, 3));
+    oph_expect_shape(&out, PV_I32, 2, DIMS(2, 3));
     assert_memory_equal(ob, tv, sizeof tv);
 
     oph_attr str[] = { OPH_STR("value_string", "hi") };
@@ -893,8 +877,8 @@ static void test_constant(void **state)
     /* ConstantOfShape: default float 0; int64 value tensor; empty shape = scalar */
     int64_t sh[] = { 2, 3 };
     pvc_tensor in = ten(PV_I64, 1, DIMS(2), sh);
-    r = run_ok("ConstantOfShape", 13, &in, 1, 1u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 3));
+    r = oph_run_ok("ConstantOfShape", 13, &in, 1, 1u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 2, DIMS(2, 3));
     expect_f32(&r.out[0], (const float[]){ 0, 0, 0, 0, 0, 0 }, 6);
     oph_free(&r);
     int64_t seven = 7;
@@ -902,11 +886,11 @@ static void test_constant(void **state)
     memset(&o2, 0, sizeof o2);
     int64_t ob2[6] = { 0 };
     assert_int_equal(run_with_tensor_attr("ConstantOfShape", "value", &v, &in, 1, &o2, ob2), PV_OK);
-    expect_shape(&o2, PV_I64, 2, DIMS(2, 3));
+    oph_expect_shape(&o2, PV_I64, 2, DIMS(2, 3));
     for (int i = 0; i < 6; i++) assert_int_equal(ob2[i], 7);
     pvc_tensor e = ten(PV_I64, 1, DIMS(0), sh);
-    r = run_ok("ConstantOfShape", 13, &e, 1, 1u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 0, NULL);
+    r = oph_run_ok("ConstantOfShape", 13, &e, 1, 1u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 0, NULL);
     oph_free(&r);
     pvc_tensor vv = ten(PV_I64, 1, DIMS(2), sh);
     assert_int_equal(run_with_tensor_attr("ConstantOfShape", "value", &vv, &in, 1, &o2, ob2), PV_EFORMAT);
@@ -921,25 +905,25 @@ static void test_range(void **state)
     (void)state;
     int64_t a = 3, b = 9, d = 3;
     pvc_tensor in[3] = { ten(PV_I64, 0, NULL, &a), ten(PV_I64, 0, NULL, &b), ten(PV_I64, 0, NULL, &d) };
-    oph_result r = run_ok("Range", 13, in, 3, 7u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I64, 1, DIMS(2));
+    oph_result r = oph_run_ok("Range", 13, in, 3, 7u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I64, 1, DIMS(2));
     expect_i64(&r.out[0], (const int64_t[]){ 3, 6 }, 2);
     oph_free(&r);
     int32_t a2 = 10, b2 = 4, d2 = -2;
     pvc_tensor i32[3] = { ten(PV_I32, 0, NULL, &a2), ten(PV_I32, 0, NULL, &b2), ten(PV_I32, 0, NULL, &d2) };
-    r = run_ok("Range", 13, i32, 3, 7u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I32, 1, DIMS(3));
+    r = oph_run_ok("Range", 13, i32, 3, 7u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I32, 1, DIMS(3));
     expect_i64(&r.out[0], (const int64_t[]){ 10, 8, 6 }, 3);
     oph_free(&r);
     float fa = 1.0f, fb = 2.0f, fd = 0.25f;
     pvc_tensor f[3] = { ten(PV_F32, 0, NULL, &fa), ten(PV_F32, 0, NULL, &fb), ten(PV_F32, 0, NULL, &fd) };
-    r = run_ok("Range", 13, f, 3, 7u, 1, NULL, 0);
+    r = oph_run_ok("Range", 13, f, 3, 7u, 1, NULL, 0);
     expect_f32(&r.out[0], (const float[]){ 1.0f, 1.25f, 1.5f, 1.75f }, 4);
     oph_free(&r);
     /* empty: delta pointing away from the limit */
     in[2] = ten(PV_I64, 0, NULL, &(int64_t){ -1 });
-    r = run_ok("Range", 13, in, 3, 7u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I64, 1, DIMS(0));
+    r = oph_run_ok("Range", 13, in, 3, 7u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I64, 1, DIMS(0));
     oph_free(&r);
 
     in[2] = ten(PV_I64, 0, NULL, &(int64_t){ 0 });
@@ -958,8 +942,8 @@ static void test_onehot(void **state)
     int64_t idx[] = { 1, -1, 5, 0 }, depth = 3;
     float vals[] = { 0.5f, 2.0f };
     pvc_tensor in[3] = { ten(PV_I64, 2, DIMS(2, 2), idx), ten(PV_I64, 0, NULL, &depth), ten(PV_F32, 1, DIMS(2), vals) };
-    oph_result r = run_ok("OneHot", 11, in, 3, 2u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_F32, 3, DIMS(2, 2, 3));
+    oph_result r = oph_run_ok("OneHot", 11, in, 3, 2u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_F32, 3, DIMS(2, 2, 3));
     expect_f32(&r.out[0], (const float[]){ .5f, 2, .5f, .5f, .5f, 2, .5f, .5f, .5f, 2, .5f, .5f }, 12);
     oph_free(&r);
     /* axis 0, float depth and indices, int32 values */
@@ -967,8 +951,8 @@ static void test_onehot(void **state)
     int32_t iv[] = { 0, 1 };
     pvc_tensor f[3] = { ten(PV_F32, 1, DIMS(2), fidx), ten(PV_F32, 1, DIMS(1), &fdepth), ten(PV_I32, 1, DIMS(2), iv) };
     oph_attr a0[] = { OPH_INT("axis", 0) };
-    r = run_ok("OneHot", 11, f, 3, 2u, 1, a0, 1);
-    expect_shape(&r.out[0], PV_I32, 2, DIMS(3, 2));
+    r = oph_run_ok("OneHot", 11, f, 3, 2u, 1, a0, 1);
+    oph_expect_shape(&r.out[0], PV_I32, 2, DIMS(3, 2));
     expect_i64(&r.out[0], (const int64_t[]){ 1, 0, 0, 0, 0, 1 }, 6);
     oph_free(&r);
     assert_int_equal(run_status("OneHot", 11, in, 3, 0, 1, NULL, 0, "data-dependent"), PV_EUNSUPPORTED);
@@ -990,25 +974,25 @@ static void test_cumsum(void **state)
     };
     for (int i = 0; i < N(c); i++) {
         oph_attr a[] = { OPH_INT("exclusive", c[i].ex), OPH_INT("reverse", c[i].rv) };
-        oph_result r = run_ok("CumSum", 14, in, 2, 2u, 1, a, 2);
+        oph_result r = oph_run_ok("CumSum", 14, in, 2, 2u, 1, a, 2);
         expect_f32(&r.out[0], c[i].want, 5);
         oph_free(&r);
     }
     /* 2-D int64, axis -1 given only at run time; then axis 0 */
     int64_t m[] = { 1, 2, 3, 4, 5, 6 }, axm = -1;
     pvc_tensor im[2] = { ten(PV_I64, 2, DIMS(2, 3), m), ten(PV_I64, 1, DIMS(1), &axm) };
-    oph_result r = run_ok("CumSum", 14, im, 2, 0, 1, NULL, 0);
+    oph_result r = oph_run_ok("CumSum", 14, im, 2, 0, 1, NULL, 0);
     expect_i64(&r.out[0], (const int64_t[]){ 1, 3, 6, 4, 9, 15 }, 6);
     oph_free(&r);
     int64_t ax0 = 0;
     im[1] = ten(PV_I64, 0, NULL, &ax0);
-    r = run_ok("CumSum", 14, im, 2, 2u, 1, NULL, 0);
+    r = oph_run_ok("CumSum", 14, im, 2, 2u, 1, NULL, 0);
     expect_i64(&r.out[0], (const int64_t[]){ 1, 2, 3, 5, 7, 9 }, 6);
     oph_free(&r);
     /* f16 through f32 */
     uint16_t h[] = { 0x3c00, 0x3c00, 0x4000 };   /* 1, 1, 2 */
     pvc_tensor hf[2] = { ten(PV_F16, 1, DIMS(3), h), ten(PV_I64, 0, NULL, &ax0) };
-    r = run_ok("CumSum", 14, hf, 2, 2u, 1, NULL, 0);
+    r = oph_run_ok("CumSum", 14, hf, 2, 2u, 1, NULL, 0);
     uint16_t hw[] = { 0x3c00, 0x4000, 0x4400 };  /* 1, 2, 4 */
     assert_memory_equal(r.out[0].data, hw, sizeof hw);
     oph_free(&r);
@@ -1031,14 +1015,14 @@ static void test_nonzero(void **state)
     /* spec: [[1,0],[1,1]] -> [[0,1,1],[0,0,1]] */
     uint8_t x[] = { 1, 0, 1, 1 };
     pvc_tensor in = ten(PV_BOOL, 2, DIMS(2, 2), x);
-    oph_result r = run_ok("NonZero", 13, &in, 1, 1u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I64, 2, DIMS(2, 3));
+    oph_result r = oph_run_ok("NonZero", 13, &in, 1, 1u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I64, 2, DIMS(2, 3));
     expect_i64(&r.out[0], (const int64_t[]){ 0, 1, 1, 0, 0, 1 }, 6);
     oph_free(&r);
     float f[] = { 0.0f, -0.0f, 3.0f };
     pvc_tensor fin = ten(PV_F32, 1, DIMS(3), f);
-    r = run_ok("NonZero", 13, &fin, 1, 1u, 1, NULL, 0);
-    expect_shape(&r.out[0], PV_I64, 2, DIMS(1, 1));
+    r = oph_run_ok("NonZero", 13, &fin, 1, 1u, 1, NULL, 0);
+    oph_expect_shape(&r.out[0], PV_I64, 2, DIMS(1, 1));
     expect_i64(&r.out[0], (const int64_t[]){ 2 }, 1);
     oph_free(&r);
     assert_int_equal(run_status("NonZero", 13, &in, 1, 0, 1, NULL, 0, "data-dependent output shape"), PV_EUNSUPPORTED);

@@ -1,6 +1,6 @@
 /* ArgMax, ArgMin: int64 index of the max/min along 'axis' (first occurrence, or last with
  * select_last_index), keepdims. The input is seen as [outer, n, inner]. */
-#include "graph/graph.h"
+#include "graph/ops/axis_view.h"
 #include "kernels/ref/reduce.h"
 
 typedef struct arg_params { int64_t outer, n, inner; bool last; } arg_params;
@@ -21,18 +21,13 @@ static pv_status arg_prepare(pvg_prep *p)
         return pvg_prep_fail(p, PV_EFORMAT, "attribute 'keepdims'=%lld must be 0 or 1", (long long)keepdims);
     if (last != 0 && last != 1)
         return pvg_prep_fail(p, PV_EFORMAT, "attribute 'select_last_index'=%lld must be 0 or 1", (long long)last);
-    if (r < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
     int a;
-    if ((s = pvg_axis(p, axis, r, "attribute 'axis'", &a))) return s;
     arg_params *ap = p->params;
-    ap->outer = ap->inner = 1;
-    ap->n = in->dims[a];
+    if ((s = pvg_axis_view(p, axis, &a, &ap->outer, &ap->n, &ap->inner))) return s;
     ap->last = last != 0;
     int64_t od[PV_MAX_RANK];
     int orank = 0;
     for (int i = 0; i < r; i++) {
-        if (i < a) ap->outer *= in->dims[i];
-        if (i > a) ap->inner *= in->dims[i];
         if (i != a) od[orank++] = in->dims[i];
         else if (keepdims) od[orank++] = 1;
     }

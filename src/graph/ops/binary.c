@@ -1,7 +1,7 @@
 /* Binary arithmetic operators with numpy broadcasting: Add Sub Mul Div Pow Mod, and the
  * variadic Min Max (1..N inputs). The output has the broadcast shape and input 0's dtype; the
  * work is pvk_binary (kernels/ref/eltwise.c). */
-#include "graph/graph.h"
+#include "graph/ops/broadcast_out.h"
 #include "kernels/ref/eltwise.h"
 
 #include <string.h>
@@ -10,8 +10,7 @@
 
 typedef struct binary_params { pvk_binary_op op; } binary_params;
 
-/* Output = broadcast of inputs [0, n) with dtype t; a clear error when shapes disagree. */
-static pv_status broadcast_out(pvg_prep *p, int n, pv_dtype t)
+pv_status pvg_broadcast_out(pvg_prep *p, int n, pv_dtype t)
 {
     const pvc_tensor *in[MAX_VARIADIC];
     for (int k = 0; k < n; k++) in[k] = &p->in[k];
@@ -57,7 +56,7 @@ static pv_status binary_common(pvg_prep *p, pvk_binary_op op, int min_in, int ma
         return pvg_prep_fail(p, PV_EUNSUPPORTED, "dtype %s is not supported", pv_dtype_name(t));
     binary_params *bp = p->params;
     bp->op = op;
-    return broadcast_out(p, p->nin, t);
+    return pvg_broadcast_out(p, p->nin, t);
 }
 
 /* Folds the inputs left to right into the output: y = in0 op in1, then y = y op in[k]. y has the

@@ -1,6 +1,7 @@
 /* Broadcasting binaries beside binary.c: PRelu (slope broadcast to X, output X's shape; F32,
  * F16/BF16 through f32, I32, I64) and Xor (bool, numpy broadcasting). Kernels in
  * kernels/ref/extra.c on the shared row iterator. */
+#include "graph/ops/broadcast_out.h"
 #include "graph/ops/lowp.h"
 #include "kernels/ref/eltwise.h"
 #include "kernels/ref/extra.h"
@@ -59,16 +60,7 @@ static pv_status prep_Xor(pvg_prep *p)
     pv_status s = check_two(p);
     if (s != PV_OK) return s;
     if ((s = pvg_check_dtype(p, 0, 1u << PV_BOOL)) != PV_OK) return s;
-    const pvc_tensor *in[2] = { &p->in[0], &p->in[1] };
-    int rank;
-    int64_t dims[PV_MAX_RANK];
-    if (!pvk_broadcast_shape(2, in, &rank, dims)) {
-        char a[128], b[128];
-        return pvg_prep_fail(p, PV_EFORMAT, "input shapes %s and %s are not broadcastable",
-                             pvc_shape_str(&p->in[0], a, sizeof a), pvc_shape_str(&p->in[1], b, sizeof b));
-    }
-    pvg_out_set(p, 0, PV_BOOL, rank, dims);
-    return PV_OK;
+    return pvg_broadcast_out(p, 2, PV_BOOL);
 }
 
 static pv_status run_Xor(const pvg_exec *x)

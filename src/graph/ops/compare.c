@@ -1,7 +1,7 @@
 /* Comparison and logical operators with numpy broadcasting: Equal Less Greater LessOrEqual
  * GreaterOrEqual (numeric inputs; Equal also bool) and And Or (bool inputs). The output is bool
  * (uint8 0/1) of the broadcast shape; the work is pvk_binary (kernels/ref/eltwise.c). */
-#include "graph/graph.h"
+#include "graph/ops/broadcast_out.h"
 #include "kernels/ref/eltwise.h"
 
 typedef struct compare_params { pvk_binary_op op; } compare_params;
@@ -17,18 +17,9 @@ static pv_status compare_common(pvg_prep *p, pvk_binary_op op)
         return pvg_prep_fail(p, PV_EFORMAT, "input dtypes differ: %s and %s", pv_dtype_name(ta), pv_dtype_name(tb));
     if (!pvk_binary_supported(op, ta, tb))
         return pvg_prep_fail(p, PV_EUNSUPPORTED, "input dtype %s is not supported", pv_dtype_name(ta));
-    const pvc_tensor *in[2] = { &p->in[0], &p->in[1] };
-    int rank;
-    int64_t dims[PV_MAX_RANK];
-    if (!pvk_broadcast_shape(2, in, &rank, dims)) {
-        char a[128], b[128];
-        return pvg_prep_fail(p, PV_EFORMAT, "input shapes %s and %s are not broadcastable",
-                             pvc_shape_str(in[0], a, sizeof a), pvc_shape_str(in[1], b, sizeof b));
-    }
     compare_params *cp = p->params;
     cp->op = op;
-    pvg_out_set(p, 0, PV_BOOL, rank, dims);
-    return PV_OK;
+    return pvg_broadcast_out(p, 2, PV_BOOL);
 }
 
 static pv_status compare_run(const pvg_exec *x)

@@ -1,9 +1,7 @@
 /* Concat: joins inputs along 'axis'. Each input is outer x (dim * inner) contiguous blocks that
  * land side by side in the output rows. */
-#include "graph/graph.h"
+#include "graph/ops/axis_view.h"
 #include "kernels/ref/movement.h"
-
-#include <string.h>
 
 typedef struct concat_params { int axis; } concat_params;
 
@@ -47,18 +45,15 @@ static pv_status concat_run(const pvg_exec *x)
     const pvc_tensor *o = &x->out[0];
     int ax = cp->axis;
     size_t es = pv_dtype_size(o->dtype);
-    int64_t outer = 1, inner = 1;
-    for (int k = 0; k < ax; k++) outer *= o->dims[k];
-    for (int k = ax + 1; k < o->rank; k++) inner *= o->dims[k];
+    int64_t outer, inner;
+    pvg_axis_outer_inner(o->rank, o->dims, ax, &outer, &inner);
     size_t orow = (size_t)(o->dims[ax] * inner) * es, off = 0;
     unsigned char *dst = o->data;
     for (int i = 0; i < x->nin; i++) {
         size_t chunk = (size_t)(x->in[i].dims[ax] * inner) * es;
         const unsigned char *src = x->in[i].data;
         if (chunk == 0) continue;                       /* empty input: may have no buffer */
-        if (outer == 1) pvk_copy_bytes(x->pool, dst + off, src, chunk);
-        else
-            for (int64_t r = 0; r < outer; r++) memcpy(dst + (size_t)r * orow + off, src + (size_t)r * chunk, chunk);
+        pvk_copy_rows(x->pool, dst + off, orow, src, chunk, outer, chunk);
         off += chunk;
     }
     return PV_OK;

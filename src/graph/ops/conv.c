@@ -2,14 +2,12 @@
  * group (depthwise included), optional bias, fused activation.
  * Paths: 1x1 / stride 1 / no padding -> one GEMM per group straight on X; one input channel
  * per group (depthwise) -> direct kernel; otherwise im2col into the workspace in slices of
- * output pixels (at most COL_CAP floats) and GEMM W_g[mg, cg*ks] x col[cg*ks, slice].
- * Also holds the attribute parsing shared with ConvTranspose (conv_attrs.h). */
+ * output pixels (at most PVG_CONV_COL_CAP floats) and GEMM W_g[mg, cg*ks] x col[cg*ks, slice].
+ * Also holds the attribute parsing and input checks shared with ConvTranspose (conv_attrs.h). */
 #include "graph/ops/conv_attrs.h"
 #include "graph/ops/lowp.h"
 
 #include <string.h>
-
-#define COL_CAP ((int64_t)4 << 20)   /* floats per im2col slice: 16 MiB of workspace at most */
 
 enum { CONV_GEMM, CONV_1X1, CONV_DW };
 
@@ -88,31 +86,49 @@ void pvg_conv_geom_init(const pvg_conv_attrs *a, pvk_conv_geom *g)
     }
 }
 
-static pv_status conv_prepare(pvg_prep *p)
+pv_status pvg_conv_prepare_inputs(pvg_prep *p, const char *what, pvg_conv_attrs *a)
 {
     pv_status s;
-    conv_params *c = p->params;
     if (p->nin < 2 || p->nin > 3 || p->nout != 1)
         return pvg_prep_fail(p, PV_EFORMAT, "expects 2 or 3 inputs and 1 output, got %d and %d", p->nin, p->nout);
     if ((s = pvg_check_dtype(p, 0, PVG_FLOATS)) != PV_OK) return s;
     const pvc_tensor *X = &p->in[0], *W = &p->in[1];
-    bool has_b = pvg_has_in(p, 2);
     if (!pvg_has_in(p, 1)) return pvg_prep_fail(p, PV_EFORMAT, "input W is missing");
-    if (W->dtype != X->dtype || (has_b && p->in[2].dtype != X->dtype))
+    if (W->dtype != X->dtype || (pvg_has_in(p, 2) && p->in[2].dtype != X->dtype))
         return pvg_prep_fail(p, PV_EFORMAT, "X, W and B must share one dtype");
     if (X->rank < 3 || X->rank > 5)
-        return pvg_prep_fail(p, PV_EUNSUPPORTED, "input X has rank %d; 1-D, 2-D and 3-D convolutions (rank 3-5) are supported", X->rank);
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "input X has rank %d; 1-D, 2-D and 3-D %s (rank 3-5) are supported", X->rank, what);
     if (W->rank != X->rank)
         return pvg_prep_fail(p, PV_EFORMAT, "W has rank %d, X has rank %d", W->rank, X->rank);
-    int nsp = X->rank - 2;
+    return pvg_conv_attrs_read(p, X->rank - 2, W->dims + 2, a);
+}
+
+pv_status pvg_conv_check_bias(pvg_prep *p, int64_t cout)
+{
+    if (pvg_has_in(p, 2) && (p->in[2].rank != 1 || p->in[2].dims[0] != cout))
+        return pvg_prep_fail(p, PV_EFORMAT, "B must be 1-D of size %lld", (long long)cout);
+    return PV_OK;
+}
+
+int64_t pvg_conv_slice(int64_t rows, int64_t pixels)
+{
+    int64_t slice = rows * pixels <= PVG_CONV_COL_CAP ? pixels : PVC_MAX(64, PVG_CONV_COL_CAP / PVC_MAX(rows, 1));
+    return PVC_MAX(1, PVC_MIN(slice, pixels));
+}
+
+static pv_status conv_prepare(pvg_prep *p)
+{
+    pv_status s;
+    conv_params *c = p->params;
     pvg_conv_attrs a;
-    if ((s = pvg_conv_attrs_read(p, nsp, W->dims + 2, &a)) != PV_OK) return s;
+    if ((s = pvg_conv_prepare_inputs(p, "convolutions", &a)) != PV_OK) return s;
+    const pvc_tensor *X = &p->in[0], *W = &p->in[1];
+    int nsp = X->rank - 2;
     int64_t cin = X->dims[1], cout = W->dims[0];
     if (cin % a.group || cout % a.group || W->dims[1] * a.group != cin)
         return pvg_prep_fail(p, PV_EFORMAT, "channels do not match: X has %lld, W is [%lld, %lld, ...], group %lld",
                              (long long)cin, (long long)cout, (long long)W->dims[1], (long long)a.group);
-    if (has_b && (p->in[2].rank != 1 || p->in[2].dims[0] != cout))
-        return pvg_prep_fail(p, PV_EFORMAT, "B must be 1-D of size %lld", (long long)cout);
+    if ((s = pvg_conv_check_bias(p, cout)) != PV_OK) return s;
 
     int64_t odims[5] = { X->dims[0], cout };
     for (int i = 0; i < nsp; i++) {
@@ -149,8 +165,7 @@ static pv_status conv_prepare(pvg_prep *p)
     c->mode = unit ? CONV_1X1 : cin == a.group ? CONV_DW : CONV_GEMM;
     p->workspace = 0;
     if (c->mode == CONV_GEMM) {
-        c->slice = kdim * osz <= COL_CAP ? osz : PVC_MAX(64, COL_CAP / PVC_MAX(kdim, 1));
-        c->slice = PVC_MAX(1, PVC_MIN(c->slice, osz));
+        c->slice = pvg_conv_slice(kdim, osz);
         p->workspace = (size_t)(kdim * c->slice) * sizeof(float);
     }
     p->workspace += pvg_lowp_bytes(p);

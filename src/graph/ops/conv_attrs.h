@@ -1,5 +1,6 @@
-/* Attributes shared by Conv and ConvTranspose (read in conv.c): auto_pad, dilations, group,
- * kernel_shape, pads, strides, validated against the weight's spatial dims. */
+/* What Conv and ConvTranspose share (defined in conv.c): the attributes auto_pad, dilations,
+ * group, kernel_shape, pads, strides, validated against the weight's spatial dims; the input
+ * checks; the slicing of the im2col / col2im matrix in the workspace. */
 #ifndef PVG_OPS_CONV_ATTRS_H
 #define PVG_OPS_CONV_ATTRS_H
 
@@ -18,6 +19,21 @@ typedef struct pvg_conv_attrs {
 /* wk: the weight's nsp spatial dims (kernel_shape, when given, must match them). Explicit pads
  * together with SAME_* / VALID are accepted only when all zero. */
 pv_status pvg_conv_attrs_read(pvg_prep *p, int nsp, const int64_t *wk, pvg_conv_attrs *a);
+
+/* The checks both operators start with: 2 or 3 inputs and 1 output, float X, W (and B) of X's
+ * dtype, X and W of one rank in 3..5; then the attributes (pvg_conv_attrs_read), with nsp =
+ * X's rank - 2. what names the operator in the rank message ("convolutions"). */
+pv_status pvg_conv_prepare_inputs(pvg_prep *p, const char *what, pvg_conv_attrs *a);
+
+/* B (input 2), when given, must be 1-D of size cout. */
+pv_status pvg_conv_check_bias(pvg_prep *p, int64_t cout);
+
+/* The im2col / col2im matrix is cut into slices of at most this many floats (16 MiB). */
+#define PVG_CONV_COL_CAP ((int64_t)4 << 20)
+
+/* Pixels per slice of a col matrix with `rows` rows over `pixels` pixels: all of them when the
+ * matrix fits in PVG_CONV_COL_CAP floats, else as many as fit (at least 64). */
+int64_t pvg_conv_slice(int64_t rows, int64_t pixels);
 
 /* Fills the kernel/stride/dilation/begin-pad part of a 3-D geometry from a (leading spatial
  * dims get size 1); image and output dims are set by the caller. */

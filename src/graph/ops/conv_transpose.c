@@ -1,14 +1,13 @@
 /* ConvTranspose (1-D, 2-D, 3-D): pads / auto_pad, strides, dilations, group, output_padding,
  * output_shape, optional bias, fused activation.
  * Per batch item and group: col[mg*ks, slice] = W_g^T x X_g[:, slice] (GEMM reading W_g
- * transposed), then col2im adds col into Y; slices of input pixels keep col within COL_CAP
- * floats of workspace. The col2im geometry is that of the adjoint Conv: its image is Y. */
+ * transposed), then col2im adds col into Y; slices of input pixels keep col within
+ * PVG_CONV_COL_CAP floats of workspace. The col2im geometry is that of the adjoint Conv: its
+ * image is Y. */
 #include "graph/ops/conv_attrs.h"
 #include "graph/ops/lowp.h"
 
 #include <string.h>
-
-#define COL_CAP ((int64_t)4 << 20)
 
 typedef struct convt_params {
     pvk_conv_geom g;    /* g.in: Y spatial dims, g.out: X spatial dims */
@@ -21,27 +20,15 @@ static pv_status convt_prepare(pvg_prep *p)
 {
     pv_status s;
     convt_params *c = p->params;
-    if (p->nin < 2 || p->nin > 3 || p->nout != 1)
-        return pvg_prep_fail(p, PV_EFORMAT, "expects 2 or 3 inputs and 1 output, got %d and %d", p->nin, p->nout);
-    if ((s = pvg_check_dtype(p, 0, PVG_FLOATS)) != PV_OK) return s;
-    const pvc_tensor *X = &p->in[0], *W = &p->in[1];
-    bool has_b = pvg_has_in(p, 2);
-    if (!pvg_has_in(p, 1)) return pvg_prep_fail(p, PV_EFORMAT, "input W is missing");
-    if (W->dtype != X->dtype || (has_b && p->in[2].dtype != X->dtype))
-        return pvg_prep_fail(p, PV_EFORMAT, "X, W and B must share one dtype");
-    if (X->rank < 3 || X->rank > 5)
-        return pvg_prep_fail(p, PV_EUNSUPPORTED, "input X has rank %d; 1-D, 2-D and 3-D transposed convolutions (rank 3-5) are supported", X->rank);
-    if (W->rank != X->rank)
-        return pvg_prep_fail(p, PV_EFORMAT, "W has rank %d, X has rank %d", W->rank, X->rank);
-    int nsp = X->rank - 2;
     pvg_conv_attrs a;
-    if ((s = pvg_conv_attrs_read(p, nsp, W->dims + 2, &a)) != PV_OK) return s;
+    if ((s = pvg_conv_prepare_inputs(p, "transposed convolutions", &a)) != PV_OK) return s;
+    const pvc_tensor *X = &p->in[0], *W = &p->in[1];
+    int nsp = X->rank - 2;
     int64_t cin = X->dims[1], cout = W->dims[1] * a.group;
     if (cin % a.group || W->dims[0] != cin)
         return pvg_prep_fail(p, PV_EFORMAT, "channels do not match: X has %lld, W is [%lld, %lld, ...], group %lld",
                              (long long)cin, (long long)W->dims[0], (long long)W->dims[1], (long long)a.group);
-    if (has_b && (p->in[2].rank != 1 || p->in[2].dims[0] != cout))
-        return pvg_prep_fail(p, PV_EFORMAT, "B must be 1-D of size %lld", (long long)cout);
+    if ((s = pvg_conv_check_bias(p, cout)) != PV_OK) return s;
 
     const int64_t *v;
     int64_t n, opad[3] = { 0, 0, 0 }, oshape[3] = { 0, 0, 0 };
@@ -100,8 +87,7 @@ static pv_status convt_prepare(pvg_prep *p)
     c->cout = cout;
     c->group = a.group;
     int64_t rows = cout / a.group * pvk_conv_ksize(&c->g), xsz = pvk_conv_outsize(&c->g);
-    c->slice = rows * xsz <= COL_CAP ? xsz : PVC_MAX(64, COL_CAP / PVC_MAX(rows, 1));
-    c->slice = PVC_MAX(1, PVC_MIN(c->slice, xsz));
+    c->slice = pvg_conv_slice(rows, xsz);
     p->workspace = (size_t)(rows * c->slice) * sizeof(float) + pvg_lowp_bytes(p);
     return PV_OK;
 }

@@ -1,7 +1,7 @@
 /* CumSum: running sums along the 'axis' input, 'exclusive' (each element excludes itself) and
  * 'reverse' (from the end). f16/bf16 accumulate in f32; integers wrap (exact modulo 2^n).
  * The axis does not change the output shape, so it may be a run-time value (checked in run). */
-#include "graph/graph.h"
+#include "graph/ops/axis_view.h"
 
 #include <string.h>
 
@@ -51,9 +51,8 @@ static pv_status cumsum_run(const pvg_exec *x)
                             x->node && x->node->name ? x->node->name : "");
         ax = (int)(a < 0 ? a + r : a);
     }
-    int64_t outer = 1, n = in->dims[ax], inner = 1;
-    for (int i = 0; i < ax; i++) outer *= in->dims[i];
-    for (int i = ax + 1; i < r; i++) inner *= in->dims[i];
+    int64_t outer, n = in->dims[ax], inner;
+    pvg_axis_outer_inner(r, in->dims, ax, &outer, &inner);
     pv_dtype t = in->dtype;
     const void *src = in->data;
     void *dst = x->out[0].data;

@@ -1,8 +1,8 @@
 /* Gather: out[outer, i..., inner] = data[outer, indices[i...], inner] along 'axis'. Indices are
  * run-time data (int64 or int32, negative counts from the end); every index is checked before
  * any read, and a bad one zeroes the output and fails the run with PV_EINPUT. */
-#include "graph/graph.h"
-#include "kernels/ref/movement.h"
+#include "graph/ops/axis_view.h"
+#include "graph/ops/index_common.h"
 
 #include <string.h>
 
@@ -10,14 +10,10 @@ typedef struct gather_params { int axis; } gather_params;
 
 static pv_status gather_prepare(pvg_prep *p)
 {
-    if (p->nin < 2 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 2 inputs and 1 output");
-    pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
-    if (s) return s;
-    if ((s = pvg_check_dtype(p, 1, (1u << PV_I64) | (1u << PV_I32)))) return s;
     int64_t axis;
-    if ((s = pvg_attr_int(p, "axis", 0, &axis))) return s;
+    pv_status s = pvg_gather_inputs(p, &axis);
+    if (s) return s;
     const pvc_tensor *data = &p->in[0], *idx = &p->in[1];
-    if (data->rank < 1) return pvg_prep_fail(p, PV_EFORMAT, "input 'data' must have rank >= 1");
     int ax;
     if ((s = pvg_axis(p, axis, data->rank, "attribute 'axis'", &ax))) return s;
     int r = data->rank - 1 + idx->rank;
@@ -64,19 +60,15 @@ static pv_status gather_run(const pvg_exec *x)
     c.idx_t = idx->dtype;
     c.nidx = pvc_numel(idx);
     c.n = data->dims[ax];
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < ax; i++) outer *= data->dims[i];
-    for (int i = ax + 1; i < data->rank; i++) inner *= data->dims[i];
+    int64_t outer, inner;
+    pvg_axis_outer_inner(data->rank, data->dims, ax, &outer, &inner);
     c.block = inner * (int64_t)pv_dtype_size(data->dtype);
     int64_t total = outer * c.nidx;
     if (total == 0 || c.block == 0) return PV_OK;
-    for (int64_t i = 0; i < c.nidx; i++) {
-        int64_t k = pvc_get_i64(c.idx, c.idx_t, i);
-        if (k < -c.n || k >= c.n) {
-            memset(c.dst, 0, (size_t)(total * c.block));
-            return pvc_fail(NULL, PV_EINPUT, "Gather: index %lld out of range [%lld,%lld) in node '%s'",
-                            (long long)k, (long long)-c.n, (long long)c.n, x->node && x->node->name ? x->node->name : "");
-        }
+    pv_status s = pvg_index_check(x, "Gather", idx, &c.n, 1);
+    if (s) {
+        memset(c.dst, 0, (size_t)(total * c.block));
+        return s;
     }
     pvc_parallel_for(x->pool, total, PVC_MAX((int64_t)1, 65536 / c.block), gather_chunk, &c);
     return PV_OK;

@@ -1,8 +1,7 @@
 /* GatherND: each row of 'indices' (last dim k) picks a slice data[b..., i0, ..., ik-1, ...]
  * within its batch (the first 'batch_dims' dims, shared by data and indices).
  * Output: indices.shape[:-1] + data.shape[batch_dims + k:]. Indices are checked before any read. */
-#include "graph/graph.h"
-#include "kernels/ref/movement.h"
+#include "graph/ops/index_common.h"
 
 #include <string.h>
 
@@ -10,10 +9,8 @@ typedef struct gnd_params { int b, k; } gnd_params;
 
 static pv_status gather_nd_prepare(pvg_prep *p)
 {
-    if (p->nin < 2 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 2 inputs and 1 output");
-    pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
+    pv_status s = pvg_index_inputs(p, 2);
     if (s) return s;
-    if ((s = pvg_check_dtype(p, 1, (1u << PV_I64) | (1u << PV_I32)))) return s;
     int64_t b;
     if ((s = pvg_attr_int(p, "batch_dims", 0, &b))) return s;
     const pvc_tensor *data = &p->in[0], *idx = &p->in[1];
@@ -54,13 +51,10 @@ static pv_status gather_nd_run(const pvg_exec *x)
     unsigned char *dst = x->out[0].data;
     const unsigned char *src = data->data;
     if (tuples == 0 || slice == 0) return PV_OK;
-    for (int64_t t = 0; t < tuples * k; t++) {
-        int64_t v = pvc_get_i64(idx->data, idx->dtype, t), n = data->dims[b + t % k];
-        if (v < -n || v >= n) {
-            memset(dst, 0, (size_t)(tuples * slice) * es);
-            return pvc_fail(NULL, PV_EINPUT, "GatherND: index %lld out of range [%lld,%lld) in node '%s'",
-                            (long long)v, (long long)-n, (long long)n, x->node && x->node->name ? x->node->name : "");
-        }
+    pv_status s = pvg_index_check(x, "GatherND", idx, data->dims + b, k);
+    if (s) {
+        memset(dst, 0, (size_t)(tuples * slice) * es);
+        return s;
     }
     for (int64_t t = 0; t < tuples; t++) {
         int64_t off = (t / per_batch) * batch_elems;

@@ -1,7 +1,7 @@
 /* Hardmax (opset 13): 1 at the first maximum along 'axis' (default -1), 0 elsewhere; float
  * dtypes. The index comes from pvk_arg_reduce (kernels/ref/reduce.c) into the workspace, then
  * pvk_hardmax_fill writes the one-hot output (so the output may share the input's buffer). */
-#include "graph/graph.h"
+#include "graph/ops/axis_view.h"
 #include "kernels/ref/extra.h"
 #include "kernels/ref/reduce.h"
 
@@ -17,15 +17,8 @@ static pv_status prep_Hardmax(pvg_prep *p)
     int64_t axis;
     int ax;
     if ((s = pvg_attr_int(p, "axis", -1, &axis)) != PV_OK) return s;
-    if (in->rank < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
-    if ((s = pvg_axis(p, axis, in->rank, "attribute 'axis'", &ax)) != PV_OK) return s;
     hardmax_params *hp = p->params;
-    hp->outer = hp->inner = 1;
-    for (int d = 0; d < in->rank; d++) {
-        if (d < ax) hp->outer *= in->dims[d];
-        else if (d > ax) hp->inner *= in->dims[d];
-    }
-    hp->n = in->dims[ax];
+    if ((s = pvg_axis_view(p, axis, &ax, &hp->outer, &hp->n, &hp->inner)) != PV_OK) return s;
     pvg_out_set(p, 0, in->dtype, in->rank, in->dims);
     p->workspace = (size_t)(hp->outer * hp->inner) * sizeof(int64_t);
     return PV_OK;

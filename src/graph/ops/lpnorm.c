@@ -1,6 +1,7 @@
 /* LpNormalization: x / ||x||_p along 'axis' (default -1), p = 1 or 2 (default 2); float
  * dtypes (F16/BF16 staged through f32). A zero norm gives 0, as ONNX Runtime. The work is
  * pvk_lp_normalize_f32 (kernels/ref/extra.c). */
+#include "graph/ops/axis_view.h"
 #include "graph/ops/lowp.h"
 #include "kernels/ref/extra.h"
 
@@ -18,15 +19,8 @@ static pv_status prep_LpNormalization(pvg_prep *p)
     if ((s = pvg_attr_int(p, "axis", -1, &axis)) != PV_OK) return s;
     if ((s = pvg_attr_int(p, "p", 2, &pn)) != PV_OK) return s;
     if (pn != 1 && pn != 2) return pvg_prep_fail(p, PV_EFORMAT, "attribute 'p'=%lld must be 1 or 2", (long long)pn);
-    if (in->rank < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
-    if ((s = pvg_axis(p, axis, in->rank, "attribute 'axis'", &ax)) != PV_OK) return s;
     lpn_params *lp = p->params;
-    lp->outer = lp->inner = 1;
-    for (int d = 0; d < in->rank; d++) {
-        if (d < ax) lp->outer *= in->dims[d];
-        else if (d > ax) lp->inner *= in->dims[d];
-    }
-    lp->n = in->dims[ax];
+    if ((s = pvg_axis_view(p, axis, &ax, &lp->outer, &lp->n, &lp->inner)) != PV_OK) return s;
     lp->p = (int)pn;
     pvg_out_set(p, 0, in->dtype, in->rank, in->dims);
     p->workspace = pvg_lowp_bytes(p);

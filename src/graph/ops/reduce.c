@@ -1,8 +1,9 @@
 /* ReduceMean, ReduceSum, ReduceMax, ReduceMin. The axes are the 'axes' attribute up to the
  * opset where they became the optional input 1 (ReduceSum: 13, the others: 18), which must
- * then be a constant; noop_with_empty_axes comes with that input. The kernel collapses the
+ * then be a constant; noop_with_empty_axes comes with that input (the axes handling is shared
+ * with reduce_extra.c: reduce_axes.h). The kernel collapses the
  * dims into kept/reduced runs and walks them cache-friendly (kernels/ref/reduce.c). */
-#include "graph/graph.h"
+#include "graph/ops/reduce_axes.h"
 #include "kernels/ref/reduce.h"
 
 #include <string.h>
@@ -14,21 +15,21 @@ typedef struct reduce_params {
 } reduce_params;
 _Static_assert(sizeof(reduce_params) <= PVG_PARAMS_BYTES, "reduce_params must fit the node's params scratch");
 
-static pv_status reduce_prepare(pvg_prep *p, int axes_input_since)
+pv_status pvg_reduce_axes_read(pvg_prep *p, int axes_input_since, bool read_noop, pvg_reduce_axes *ra)
 {
-    if (p->nin < 1 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 1 or 2 inputs and 1 output");
-    pv_status s = pvg_check_dtype(p, 0, PVG_FLOATS | PVG_INTS);
-    if (s) return s;
     const pvc_tensor *in = &p->in[0];
     int r = in->rank;
     int64_t keepdims, noop = 0, axes[PV_MAX_RANK], na = 0;
+    pv_status s;
     if ((s = pvg_attr_int(p, "keepdims", 1, &keepdims))) return s;
     if (keepdims != 0 && keepdims != 1)
         return pvg_prep_fail(p, PV_EFORMAT, "attribute 'keepdims'=%lld must be 0 or 1", (long long)keepdims);
-    if (p->opset >= axes_input_since) {
+    if (read_noop) {
         if ((s = pvg_attr_int(p, "noop_with_empty_axes", 0, &noop))) return s;
         if (noop != 0 && noop != 1)
             return pvg_prep_fail(p, PV_EFORMAT, "attribute 'noop_with_empty_axes'=%lld must be 0 or 1", (long long)noop);
+    }
+    if (p->opset >= axes_input_since) {
         if (pvg_has_in(p, 1) && (s = pvg_in_const_ints(p, 1, axes, PV_MAX_RANK, &na))) return s;
     } else {
         const int64_t *a;
@@ -46,7 +47,6 @@ static pv_status reduce_prepare(pvg_prep *p, int axes_input_since)
         mask |= 1u << a;
     }
     if (na == 0 && !noop) mask = r > 0 ? (1u << r) - 1u : 0u;
-    mask &= r > 0 ? (1u << r) - 1u : 0u;
 
     int64_t od[PV_MAX_RANK];
     int orank = 0;
@@ -54,11 +54,25 @@ static pv_status reduce_prepare(pvg_prep *p, int axes_input_since)
         if (!(mask & (1u << i))) od[orank++] = in->dims[i];
         else if (keepdims) od[orank++] = 1;
     }
+    pvg_out_set(p, 0, in->dtype, orank, od);
+    ra->mask = mask;
+    ra->noop = na == 0 && noop;
+    return PV_OK;
+}
+
+static pv_status reduce_prepare(pvg_prep *p, int axes_input_since)
+{
+    if (p->nin < 1 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 1 or 2 inputs and 1 output");
+    pv_status s = pvg_check_dtype(p, 0, PVG_FLOATS | PVG_INTS);
+    if (s) return s;
+    const pvc_tensor *in = &p->in[0];
+    int r = in->rank;
+    pvg_reduce_axes ra;
+    if ((s = pvg_reduce_axes_read(p, axes_input_since, p->opset >= axes_input_since, &ra))) return s;
     reduce_params *rp = p->params;
     rp->rank = r;
     memcpy(rp->dims, in->dims, sizeof rp->dims);
-    rp->mask = mask;
-    pvg_out_set(p, 0, in->dtype, orank, od);
+    rp->mask = ra.mask & (r > 0 ? (1u << r) - 1u : 0u);
     return PV_OK;
 }
 

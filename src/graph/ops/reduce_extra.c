@@ -1,11 +1,13 @@
 /* ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp. The axes are the
  * 'axes' attribute (opsets 13-17; the optional input 1 from opset 18, which must then be a
  * constant); keepdims; noop_with_empty_axes (opset 18, read whenever present): with no axes it
- * returns the input unchanged, as the spec says. Floats are computed in f32 (F16/BF16 staged)
- * around pvk_reduce (kernels/ref/reduce.c): an elementwise step into the workspace, the sum
- * (or max), then an elementwise finish. L1, L2, SumSquare and Prod also take the integer
+ * returns the input unchanged, as the spec says (axes handling shared with reduce.c:
+ * reduce_axes.h). Floats are computed in f32 (F16/BF16 staged) around pvk_reduce
+ * (kernels/ref/reduce.c): an elementwise step into the workspace, the sum (or max), then an
+ * elementwise finish. L1, L2, SumSquare and Prod also take the integer
  * dtypes (exact, wrapping like the type; L2 sums squares in int64 and truncates the root). */
 #include "graph/ops/lowp.h"
+#include "graph/ops/reduce_axes.h"
 #include "kernels/ref/eltwise.h"
 #include "kernels/ref/extra.h"
 #include "kernels/ref/reduce.h"
@@ -35,45 +37,16 @@ static pv_status rx_prepare(pvg_prep *p, rx_kind kind)
     if (s) return s;
     const pvc_tensor *in = &p->in[0];
     int r = in->rank;
-    int64_t keepdims, noop, axes[PV_MAX_RANK], na = 0;
-    if ((s = pvg_attr_int(p, "keepdims", 1, &keepdims))) return s;
-    if (keepdims != 0 && keepdims != 1)
-        return pvg_prep_fail(p, PV_EFORMAT, "attribute 'keepdims'=%lld must be 0 or 1", (long long)keepdims);
-    if ((s = pvg_attr_int(p, "noop_with_empty_axes", 0, &noop))) return s;
-    if (noop != 0 && noop != 1)
-        return pvg_prep_fail(p, PV_EFORMAT, "attribute 'noop_with_empty_axes'=%lld must be 0 or 1", (long long)noop);
-    if (p->opset >= 18) {
-        if (pvg_has_in(p, 1) && (s = pvg_in_const_ints(p, 1, axes, PV_MAX_RANK, &na))) return s;
-    } else {
-        const int64_t *a;
-        if ((s = pvg_attr_ints(p, "axes", &a, &na))) return s;
-        if (na > PV_MAX_RANK) return pvg_prep_fail(p, PV_EFORMAT, "attribute 'axes' has %lld values for rank %d", (long long)na, r);
-        for (int64_t i = 0; i < na; i++) axes[i] = a[i];
-        if (pvg_has_in(p, 1))
-            return pvg_prep_fail(p, PV_EFORMAT, "input 'axes' exists only from opset 18 (model opset %d)", p->opset);
-    }
-    unsigned mask = 0;
-    for (int64_t i = 0; i < na; i++) {
-        int a;
-        if ((s = pvg_axis(p, axes[i], r, "axes value", &a))) return s;
-        if (mask & (1u << a)) return pvg_prep_fail(p, PV_EFORMAT, "axes repeat axis %d", a);
-        mask |= 1u << a;
-    }
-    if (na == 0 && !noop) mask = r > 0 ? (1u << r) - 1u : 0u;
-
-    int64_t od[PV_MAX_RANK], nout = 1;
-    int orank = 0;
-    for (int i = 0; i < r; i++) {
-        if (!(mask & (1u << i))) { od[orank++] = in->dims[i]; nout *= in->dims[i]; }
-        else if (keepdims) od[orank++] = 1;
-    }
+    pvg_reduce_axes ra;
+    if ((s = pvg_reduce_axes_read(p, 18, true, &ra))) return s;
+    int64_t nout = pvc_numel(&p->out[0]);
+    unsigned mask = ra.mask;
     rx_params *rp = p->params;
     rp->kind = kind;
     rp->rank = r;
     memcpy(rp->dims, in->dims, sizeof rp->dims);
     rp->mask = mask;
-    rp->copy = na == 0 && noop;
-    pvg_out_set(p, 0, in->dtype, orank, od);
+    rp->copy = ra.noop;
 
     /* Workspace: [f32 staging][a: elementwise step over x][b: per-output scratch]; run sees
      * x->ws past the staging area, so a and b are offsets from there. */

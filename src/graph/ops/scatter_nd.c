@@ -2,8 +2,7 @@
  * out[i0, ..., ik-1, ...] that takes the matching slice of 'updates' (replace, or reduce with
  * add/mul/max/min from opset 16/18). Updates apply in index order, so with duplicate indices
  * the last one wins. Indices are checked before any write. */
-#include "graph/graph.h"
-#include "kernels/ref/movement.h"
+#include "graph/ops/index_common.h"
 
 #include <string.h>
 
@@ -11,19 +10,11 @@ typedef struct snd_params { int k; pvk_reduction red; } snd_params;
 
 static pv_status scatter_nd_prepare(pvg_prep *p)
 {
-    if (p->nin < 3 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 3 inputs and 1 output");
-    pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
+    pv_status s = pvg_index_inputs(p, 3);
     if (s) return s;
-    if ((s = pvg_check_dtype(p, 1, (1u << PV_I64) | (1u << PV_I32)))) return s;
-    if ((s = pvg_check_dtype(p, 2, PVG_ANY))) return s;
-    const char *rs;
-    if ((s = pvg_attr_string(p, "reduction", "none", &rs))) return s;
     pvk_reduction red;
-    if (!pvk_reduction_parse(rs, &red))
-        return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'reduction'='%s' not supported (none, add, mul, max, min)", rs);
+    if ((s = pvg_scatter_reduction(p, &red))) return s;
     const pvc_tensor *data = &p->in[0], *idx = &p->in[1], *upd = &p->in[2];
-    if (upd->dtype != data->dtype)
-        return pvg_prep_fail(p, PV_EFORMAT, "'updates' is %s, 'data' is %s", pv_dtype_name(upd->dtype), pv_dtype_name(data->dtype));
     int r = data->rank, q = idx->rank;
     if (r < 1 || q < 1) return pvg_prep_fail(p, PV_EFORMAT, "'data' and 'indices' must have rank >= 1");
     int64_t k = idx->dims[q - 1];
@@ -58,12 +49,8 @@ static pv_status scatter_nd_run(const pvg_exec *x)
     for (int i = 0; i < idx->rank - 1; i++) tuples *= idx->dims[i];
     for (int i = k; i < r; i++) slice *= data->dims[i];
     pvk_contig_strides(r, data->dims, ds);
-    for (int64_t t = 0; t < tuples * k; t++) {
-        int64_t v = pvc_get_i64(idx->data, idx->dtype, t), n = data->dims[t % k];
-        if (v < -n || v >= n)
-            return pvc_fail(NULL, PV_EINPUT, "ScatterND: index %lld out of range [%lld,%lld) in node '%s'",
-                            (long long)v, (long long)-n, (long long)n, x->node && x->node->name ? x->node->name : "");
-    }
+    pv_status s = pvg_index_check(x, "ScatterND", idx, data->dims, k);
+    if (s) return s;
     if (slice == 0) return PV_OK;
     for (int64_t t = 0; t < tuples; t++) {
         int64_t off = 0;

@@ -1,7 +1,7 @@
 /* Split: cuts the input along 'axis' into the outputs. Sizes come from input 'split' (opset 13+),
  * the 'split' attribute (older opsets), 'num_outputs' (opset 18: ceil-sized parts, the last one
  * smaller), or equal parts. run reads each part's size back from its output descriptor. */
-#include "graph/graph.h"
+#include "graph/ops/axis_view.h"
 #include "kernels/ref/movement.h"
 
 #include <string.h>
@@ -22,9 +22,8 @@ static pv_status split_prepare(pvg_prep *p)
     if ((s = pvg_attr_int(p, "num_outputs", 0, &nparts))) return s;
     bool has_num = pvg_attr_has(p, "num_outputs");
     int ax;
-    if (in->rank < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
-    if ((s = pvg_axis(p, axis, in->rank, "attribute 'axis'", &ax))) return s;
-    int64_t dim = in->dims[ax], sizes[MAX_PARTS], n = -1;
+    int64_t outer, dim, inner, sizes[MAX_PARTS], n = -1;
+    if ((s = pvg_axis_view(p, axis, &ax, &outer, &dim, &inner))) return s;
 
     if (p->opset < 13) {
         const int64_t *v;
@@ -77,19 +76,15 @@ static pv_status split_run(const pvg_exec *x)
     const pvc_tensor *in = &x->in[0];
     int ax = sp->axis;
     size_t es = pv_dtype_size(in->dtype);
-    int64_t outer = 1, inner = 1;
-    for (int k = 0; k < ax; k++) outer *= in->dims[k];
-    for (int k = ax + 1; k < in->rank; k++) inner *= in->dims[k];
+    int64_t outer, inner;
+    pvg_axis_outer_inner(in->rank, in->dims, ax, &outer, &inner);
     size_t irow = (size_t)(in->dims[ax] * inner) * es, off = 0;
     const unsigned char *src = in->data;
     for (int i = 0; i < x->nout; i++) {
         size_t chunk = (size_t)(x->out[i].dims[ax] * inner) * es;
         unsigned char *dst = x->out[i].data;
-        if (dst && chunk) {                             /* absent outputs have no buffer */
-            if (outer == 1) pvk_copy_bytes(x->pool, dst, src + off, chunk);
-            else
-                for (int64_t r = 0; r < outer; r++) memcpy(dst + (size_t)r * chunk, src + (size_t)r * irow + off, chunk);
-        }
+        if (dst && chunk)                               /* absent outputs have no buffer */
+            pvk_copy_rows(x->pool, dst, chunk, src + off, irow, outer, chunk);
         off += chunk;
     }
     return PV_OK;

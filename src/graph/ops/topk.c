@@ -1,7 +1,7 @@
 /* TopK: the K (constant input 1; attribute 'k' before opset 10) largest or smallest values
  * along 'axis' with their int64 indices, best first; equal values keep the lower index first
  * (as ONNX Runtime). 'sorted'=0 is allowed: the order is then unspecified, and is sorted. */
-#include "graph/graph.h"
+#include "graph/ops/axis_view.h"
 #include "kernels/ref/reduce.h"
 
 typedef struct topk_params { int64_t outer, n, inner, k; bool largest; size_t idx_off; } topk_params;
@@ -28,19 +28,12 @@ static pv_status topk_prepare(pvg_prep *p)
         if ((s = pvg_in_const_ints(p, 1, &k, 1, &nk))) return s;
         if (nk != 1) return pvg_prep_fail(p, PV_EFORMAT, "input 'K' must hold exactly one value");
     }
-    if (r < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
     int a;
-    if ((s = pvg_axis(p, axis, r, "attribute 'axis'", &a))) return s;
-    if (k < 0 || k > in->dims[a])
-        return pvg_prep_fail(p, PV_EFORMAT, "K=%lld is out of range for axis %d of size %lld",
-                             (long long)k, a, (long long)in->dims[a]);
     topk_params *tp = p->params;
-    tp->outer = tp->inner = 1;
-    for (int i = 0; i < r; i++) {
-        if (i < a) tp->outer *= in->dims[i];
-        if (i > a) tp->inner *= in->dims[i];
-    }
-    tp->n = in->dims[a];
+    if ((s = pvg_axis_view(p, axis, &a, &tp->outer, &tp->n, &tp->inner))) return s;
+    if (k < 0 || k > tp->n)
+        return pvg_prep_fail(p, PV_EFORMAT, "K=%lld is out of range for axis %d of size %lld",
+                             (long long)k, a, (long long)tp->n);
     tp->k = k;
     tp->largest = largest != 0;
     int64_t od[PV_MAX_RANK];

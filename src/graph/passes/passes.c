@@ -1,7 +1,7 @@
 /* Load-time passes: constant folding (nodes whose inputs are all initializers), BatchNorm
- * folding into the producing Conv / ConvTranspose (group 1) / Gemm, activation fusion into
- * ops that apply an epilogue (PVG_OP_FUSE_ACT). Each keeps the graph's results unchanged up
- * to float rounding. */
+ * folding into the producing Conv / ConvTranspose (group 1) / Gemm, attention fusion
+ * (passes/attention.c), activation fusion into ops that apply an epilogue (PVG_OP_FUSE_ACT).
+ * Each keeps the graph's results unchanged up to float rounding. */
 #include "graph/graph.h"
 #include "graph/plan_impl.h"
 
@@ -10,10 +10,10 @@
 #include <string.h>
 
 /* consumers[v] = number of live node inputs reading v; graph outputs count as a reader. */
-static pv_status count_consumers(const pvg_graph *g, int **out)
+static pv_status count_consumers(pvg_graph *g, int **out)
 {
     int *c = pvc_calloc((size_t)g->nvalues + 1, sizeof *c);
-    if (!c) return pvc_fail(NULL, PV_ENOMEM, "out of memory in graph passes");
+    if (!c) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory in graph passes");   /* open reports g->msg */
     for (int i = 0; i < g->nnodes; i++) {
         if (g->nodes[i].dead) continue;
         for (int k = 0; k < g->nodes[i].nin; k++) if (g->nodes[i].in[k] >= 0) c[g->nodes[i].in[k]]++;
@@ -249,5 +249,7 @@ pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st)
     pv_status s = fold_constants(g, &st->folded);
     if (s != PV_OK || !fuse) return s;
     if ((s = fold_bn(g, &st->bn_folded)) != PV_OK) return s;
+    /* before fuse_act: the chain's MatMuls must not have taken an activation yet */
+    if ((s = pvg_fuse_attention(g, &st->attn_fused)) != PV_OK) return s;
     return fuse_act(g, &st->act_fused);
 }

@@ -68,24 +68,26 @@ static bool runs_next(tap_runs *it)
     return true;
 }
 
-typedef struct im2col_ctx {
+/* Work of im2col (src: images, dst: col) and col2im (src: col, dst: images) over the col
+ * columns [p0, p0 + np), ks = kernel taps. */
+typedef struct cols_ctx {
     const pvk_conv_geom *g;
-    const float *x;
-    float *col;
+    const float *src;
+    float *dst;
     int64_t p0, np, ks;
-} im2col_ctx;
+} cols_ctx;
 
 static void im2col_rows(void *ctx, int64_t begin, int64_t end, int tid)
 {
-    const im2col_ctx *c = ctx;
+    const cols_ctx *c = ctx;
     int64_t sx = c->g->stride[2];
     (void)tid;
     for (int64_t r = begin; r < end; r++) {
-        const float *img = c->x + (r / c->ks) * pvk_conv_insize(c->g);
+        const float *img = c->src + (r / c->ks) * pvk_conv_insize(c->g);
         tap_runs it;
         runs_begin(&it, c->g, r % c->ks, c->p0, c->np);
         while (runs_next(&it)) {
-            float *d = c->col + r * c->np + it.off;
+            float *d = c->dst + r * c->np + it.off;
             for (int64_t t = 0; t < it.lo; t++) d[t] = 0.0f;
             if (it.hi > it.lo) {
                 if (sx == 1)
@@ -101,28 +103,21 @@ static void im2col_rows(void *ctx, int64_t begin, int64_t end, int tid)
 void pvk_im2col_f32(pvc_pool *pool, const pvk_conv_geom *g, const float *x, int64_t channels,
                     int64_t p0, int64_t np, float *col)
 {
-    im2col_ctx c = { g, x, col, p0, np, pvk_conv_ksize(g) };
+    cols_ctx c = { g, x, col, p0, np, pvk_conv_ksize(g) };
     pvc_parallel_for(pool, channels * c.ks, PVC_MAX(1, 8192 / PVC_MAX(np, 1)), im2col_rows, &c);
 }
-
-typedef struct col2im_ctx {
-    const pvk_conv_geom *g;
-    const float *col;
-    float *y;
-    int64_t p0, np, ks;
-} col2im_ctx;
 
 /* One channel at a time: all of a channel's rows add into that channel's image only, so
  * channels are independent and the summation order is fixed. */
 static void col2im_channels(void *ctx, int64_t begin, int64_t end, int tid)
 {
-    const col2im_ctx *c = ctx;
+    const cols_ctx *c = ctx;
     int64_t sx = c->g->stride[2];
     (void)tid;
     for (int64_t ch = begin; ch < end; ch++) {
-        float *img = c->y + ch * pvk_conv_insize(c->g);
+        float *img = c->dst + ch * pvk_conv_insize(c->g);
         for (int64_t kk = 0; kk < c->ks; kk++) {
-            const float *srow = c->col + (ch * c->ks + kk) * c->np;
+            const float *srow = c->src + (ch * c->ks + kk) * c->np;
             tap_runs it;
             runs_begin(&it, c->g, kk, c->p0, c->np);
             while (runs_next(&it)) {
@@ -137,7 +132,7 @@ static void col2im_channels(void *ctx, int64_t begin, int64_t end, int tid)
 void pvk_col2im_f32(pvc_pool *pool, const pvk_conv_geom *g, const float *col, int64_t channels,
                     int64_t p0, int64_t np, float *y)
 {
-    col2im_ctx c = { g, col, y, p0, np, pvk_conv_ksize(g) };
+    cols_ctx c = { g, col, y, p0, np, pvk_conv_ksize(g) };
     pvc_parallel_for(pool, channels, 1, col2im_channels, &c);
 }
 

@@ -1,4 +1,5 @@
-/* Reference data-movement kernels: a strided N-D copy and scatter reductions.
+/* Reference data-movement kernels: a strided N-D copy, the *Elements index walk and scatter
+ * reductions.
  *
  * pvk_copy_view first coalesces the view (drops 1-dims, merges dims that are contiguous in the
  * source), then picks one of three row strategies:
@@ -22,6 +23,26 @@ void pvk_contig_strides(int rank, const int64_t *dims, int64_t *strides)
     for (int i = rank - 1; i >= 0; i--) {
         strides[i] = s;
         s *= dims[i];
+    }
+}
+
+void pvk_axis_walk_begin(pvk_axis_walk *w, int rank, const int64_t *ddims, const int64_t *idims, int axis)
+{
+    w->rank = rank;
+    w->axis = axis;
+    w->idims = idims;
+    pvk_contig_strides(rank, ddims, w->ds);
+    for (int d = 0; d < rank; d++) w->ci[d] = 0;
+    w->base = 0;
+}
+
+void pvk_axis_walk_next(pvk_axis_walk *w)
+{
+    for (int d = w->rank - 1; d >= 0; d--) {              /* odometer over the indices' dims */
+        if (d != w->axis) w->base += w->ds[d];
+        if (++w->ci[d] < w->idims[d]) break;
+        if (d != w->axis) w->base -= w->ds[d] * w->idims[d];
+        w->ci[d] = 0;
     }
 }
 
@@ -57,6 +78,16 @@ void pvk_copy_bytes(pvc_pool *pool, void *dst, const void *src, size_t n)
     }
     bytes_ctx c = { dst, src };
     pvc_parallel_for(pool, (int64_t)n, 1 << 18, bytes_chunk, &c);
+}
+
+void pvk_copy_rows(pvc_pool *pool, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                   int64_t rows, size_t chunk)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    if (rows == 1) pvk_copy_bytes(pool, d, s, chunk);
+    else
+        for (int64_t r = 0; r < rows; r++) memcpy(d + (size_t)r * dst_pitch, s + (size_t)r * src_pitch, chunk);
 }
 
 /* ---- strided copy ------------------------------------------------------------------------ */

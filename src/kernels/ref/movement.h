@@ -1,6 +1,7 @@
 /* Reference data-movement kernels shared by the shape operators (Transpose, Slice, Expand,
  * Tile, Pad, Concat, Split, Gather*, Scatter*): a dtype-generic strided copy (by element byte
- * size) and element-wise reductions for the scatter operators. Prefix pvk_. */
+ * size), the index walk of the *Elements operators and element-wise reductions for the
+ * scatter operators. Prefix pvk_. */
 #ifndef PVK_MOVEMENT_H
 #define PVK_MOVEMENT_H
 
@@ -29,6 +30,27 @@ void pvk_fill(void *dst, const void *val, size_t esize, int64_t n);
 
 /* Memcpy of n bytes split over the pool (for big contiguous copies). */
 void pvk_copy_bytes(pvc_pool *pool, void *dst, const void *src, size_t n);
+
+/* rows blocks of chunk bytes: block r from src + r * src_pitch to dst + r * dst_pitch (Concat
+ * and Split move blocks between a packed tensor and its slot in a wider one). A single block is
+ * one pvk_copy_bytes. */
+void pvk_copy_rows(pvc_pool *pool, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                   int64_t rows, size_t chunk);
+
+/* Row-major walk over the positions of an index tensor (dims idims) inside a data tensor (dims
+ * ddims, same rank), for GatherElements / ScatterElements: base is the data element offset of
+ * the current position with its 'axis' coordinate 0; the element an index value k (in
+ * [0, ddims[axis])) selects is base + k * ds[axis]. */
+typedef struct pvk_axis_walk {
+    int            rank, axis;
+    const int64_t *idims;
+    int64_t        ds[PV_MAX_RANK];     /* data strides, in elements */
+    int64_t        ci[PV_MAX_RANK];     /* current position */
+    int64_t        base;
+} pvk_axis_walk;
+
+void pvk_axis_walk_begin(pvk_axis_walk *w, int rank, const int64_t *ddims, const int64_t *idims, int axis);
+void pvk_axis_walk_next(pvk_axis_walk *w);
 
 /* Scatter reductions (ONNX 'reduction' attribute). */
 typedef enum { PVK_RED_NONE = 0, PVK_RED_ADD, PVK_RED_MUL, PVK_RED_MAX, PVK_RED_MIN } pvk_reduction;
