@@ -117,6 +117,9 @@ typedef struct pv_graph_stats {
     int     nodes_total;
     int     nodes_run;
     int     plans;
+    /* load-time passes: nodes folded to constants, BatchNorms folded into weights, activations
+     * fused into their producer, attention chains fused into perceive::Attention */
+    int     folded, bn_folded, act_fused, attn_fused;
 } pv_graph_stats;
 pv_status   pv_graph_stats_get(const pv_graph *g, pv_graph_stats *st);
 

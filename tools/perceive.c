@@ -1,8 +1,8 @@
 /* perceive: the command-line tool. A thin caller of the public API (include/perceive.h) plus
  * the file formats of src/io.
  *
- *   perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N]
- *   perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer]
+ *   perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--no-fuse]
+ *   perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer] [--no-fuse]
  *   perceive onnx fill IN.onnx OUT.onnx [--seed S] [--external-threshold BYTES]
  *   perceive onnx info FILE.onnx
  *   perceive version
@@ -23,8 +23,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage:\n"
-            "  perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N]\n"
-            "  perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer]\n"
+            "  perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--no-fuse]\n"
+            "  perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer] [--no-fuse]\n"
             "  perceive onnx fill IN.onnx OUT.onnx [--seed S] [--external-threshold BYTES]\n"
             "  perceive onnx info FILE.onnx\n"
             "  perceive version\n");
@@ -32,7 +32,7 @@ static void usage(FILE *f)
 
 typedef struct opts {
     const char *inputs, *outputs, *json;
-    int threads, iters, no_peer;
+    int threads, iters, no_peer, no_fuse;
     unsigned long long seed;
     long long ext_threshold;
     const char *pos[4];
@@ -66,6 +66,7 @@ static int parse_opts(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--outputs") && has_val) o->outputs = argv[++i];
         else if (!strcmp(a, "--json") && has_val) o->json = argv[++i];
         else if (!strcmp(a, "--no-peer")) o->no_peer = 1;
+        else if (!strcmp(a, "--no-fuse")) o->no_fuse = 1;
         else if (!strcmp(a, "--threads") && has_val) { if (parse_int(a, argv[++i], 1, 1024, &v)) return -1; o->threads = (int)v; }
         else if (!strcmp(a, "--iters") && has_val) { if (parse_int(a, argv[++i], 1, 1000000, &v)) return -1; o->iters = (int)v; }
         else if (!strcmp(a, "--seed") && has_val) { if (parse_int(a, argv[++i], 0, LLONG_MAX, &v)) return -1; o->seed = (unsigned long long)v; }
@@ -116,7 +117,7 @@ static void print_summary(const pv_tensor *t)
 
 static int open_graph(const char *file, const opts *o, pv_graph **g)
 {
-    pv_graph_options go = { .threads = o->threads };
+    pv_graph_options go = { .threads = o->threads, .no_fuse = o->no_fuse };
     if (pv_graph_open(file, &go, g) != PV_OK) {
         fprintf(stderr, "perceive: %s\n", pv_last_error());
         return -1;
@@ -324,6 +325,8 @@ static int cmd_info(const opts *o)
     pv_graph_stats st;
     pv_graph_stats_get(g, &st);
     printf("nodes after load-time passes: %d, constants %.1f MiB\n", st.nodes_total, st.const_bytes / 1048576.0);
+    printf("passes: %d folded to constants, %d BatchNorm folded, %d activations fused, %d attention blocks fused\n",
+           st.folded, st.bn_folded, st.act_fused, st.attn_fused);
     pv_graph_close(g);
     return 0;
 }

@@ -205,6 +205,10 @@ pv_status pv_graph_stats_get(const pv_graph *h, pv_graph_stats *st)
     int live = 0;
     for (int i = 0; i < h->g->nnodes; i++) live += !h->g->nodes[i].dead;
     st->nodes_total = live;
+    st->folded = h->passes.folded;
+    st->bn_folded = h->passes.bn_folded;
+    st->act_fused = h->passes.act_fused;
+    st->attn_fused = h->passes.attn_fused;
     for (int i = 0; i < PV_MAX_PLANS; i++) st->plans += h->plans[i] != NULL;
     if (h->last >= 0 && h->plans[h->last]) {
         pvg_plan_info info;

@@ -11,6 +11,10 @@ static const pvg_op *const builtin[] = {
 #undef PVG_OP
 };
 
+/* perceive's own operators in its "perceive" domain (made by passes, and loadable from files
+ * that contain them). */
+static const pvg_op *const builtin_custom[] = { &pvg_op_Attention };
+
 #define MAX_CUSTOM 64
 static const pvg_op *custom[MAX_CUSTOM];
 static int ncustom;
@@ -26,6 +30,8 @@ const pvg_op *pvg_op_lookup(const char *domain, const char *name)
     }
     for (int i = 0; i < ncustom; i++)
         if (!strcmp(custom[i]->domain, domain) && !strcmp(custom[i]->name, name)) return custom[i];
+    for (size_t i = 0; i < PVC_COUNTOF(builtin_custom); i++)
+        if (!strcmp(builtin_custom[i]->domain, domain) && !strcmp(builtin_custom[i]->name, name)) return builtin_custom[i];
     return NULL;
 }
 
