@@ -34,6 +34,7 @@ static pv_status open_common(pvg_graph *g, const pv_graph_options *opt, pv_graph
     h->bound = pvc_calloc((size_t)g->ninputs + 1, sizeof *h->bound);
     if (!h->bound) { s = pvc_fail(NULL, PV_ENOMEM, "out of memory opening a graph"); goto fail; }
     if ((s = pvc_pool_create(opt ? opt->threads : 0, &h->pool)) != PV_OK) goto fail;
+    g->threads = pvc_pool_threads(h->pool);   /* kernels fixed at plan time size for it */
     /* Inputs with fully declared shapes: plan now, so a bad model fails at open, not at the
      * first run, and the first run costs what every run costs. */
     bool fixed = true;

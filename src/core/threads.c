@@ -1,12 +1,75 @@
-/* The process's one threading runtime: a fixed pool, work described as data (range, grain,
- * function), split into chunks taken from an atomic counter. The calling thread works too, so a
- * pool of T threads starts T-1 workers. Nested parallel_for calls run inline. */
+/* The process's one threading runtime: work described as data (range, grain, function), split
+ * into chunks taken from an atomic counter; the calling thread works too; nested parallel_for
+ * calls run inline.
+ * Two builds of the same API: with oneDNN (PV_HAVE_DNNL), whose Debian build runs on OpenMP, the
+ * pool is an OpenMP team (libgomp's threads serve both, never two pools spinning on the same
+ * cores); without it, a fixed pthread pool of T-1 workers. */
 #include "core/core.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+int pvc_default_threads(void)
+{
+    const char *e = getenv("PERCEIVE_THREADS");
+    if (e) {
+        int t = atoi(e);
+        if (t > 0 && t <= 1024) return t;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* ~4 chunks per thread balances uneven rows without much counter traffic. */
+static int64_t chunk_size(int threads, int64_t n, int64_t grain)
+{
+    int64_t chunk = (n + (int64_t)threads * 4 - 1) / ((int64_t)threads * 4);
+    return chunk < grain ? grain : chunk;
+}
+
+#ifdef PV_HAVE_DNNL
+#include <omp.h>
+
+struct pvc_pool { int threads; };
+
+pv_status pvc_pool_create(int threads, pvc_pool **out)
+{
+    *out = NULL;
+    if (threads <= 0) threads = pvc_default_threads();
+    if (threads > 1024) return pvc_fail(NULL, PV_EINPUT, "threads: %d is more than 1024", threads);
+    pvc_pool *p = pvc_calloc(1, sizeof *p);
+    if (!p) return pvc_fail(NULL, PV_ENOMEM, "out of memory creating the thread pool");
+    p->threads = threads;
+    *out = p;
+    return PV_OK;
+}
+
+void pvc_pool_free(pvc_pool *p) { pvc_free(p); }
+
+int pvc_pool_threads(const pvc_pool *p) { return p ? p->threads : 1; }
+
+void pvc_parallel_for(pvc_pool *p, int64_t n, int64_t grain, pvc_range_fn fn, void *ctx)
+{
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    /* inside a team (ours or the caller's): inline, as a nested team would only oversubscribe */
+    if (!p || p->threads == 1 || n <= grain || omp_in_parallel()) { fn(ctx, 0, n, 0); return; }
+    int64_t chunk = chunk_size(p->threads, n, grain);
+    atomic_llong next = 0;
+    #pragma omp parallel num_threads(p->threads)
+    {
+        int tid = omp_get_thread_num();
+        for (;;) {
+            int64_t b = atomic_fetch_add(&next, chunk);
+            if (b >= n) break;
+            fn(ctx, b, b + chunk < n ? b + chunk : n, tid);
+        }
+    }
+}
+
+#else
+#include <pthread.h>
 
 struct pvc_pool {
     int             threads;
@@ -59,17 +122,6 @@ static void *worker_main(void *arg)
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
-}
-
-int pvc_default_threads(void)
-{
-    const char *e = getenv("PERCEIVE_THREADS");
-    if (e) {
-        int t = atoi(e);
-        if (t > 0 && t <= 1024) return t;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
 }
 
 pv_status pvc_pool_create(int threads, pvc_pool **out)
@@ -128,9 +180,7 @@ void pvc_parallel_for(pvc_pool *p, int64_t n, int64_t grain, pvc_range_fn fn, vo
     if (grain < 1) grain = 1;
     if (!p || p->threads == 1 || in_job || n <= grain) { fn(ctx, 0, n, 0); return; }
     pthread_mutex_lock(&p->run_mu);
-    /* ~4 chunks per thread balances uneven rows without much counter traffic. */
-    int64_t chunk = (n + (int64_t)p->threads * 4 - 1) / ((int64_t)p->threads * 4);
-    if (chunk < grain) chunk = grain;
+    int64_t chunk = chunk_size(p->threads, n, grain);
     pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
@@ -147,3 +197,5 @@ void pvc_parallel_for(pvc_pool *p, int64_t n, int64_t grain, pvc_range_fn fn, vo
     pthread_mutex_unlock(&p->mu);
     pthread_mutex_unlock(&p->run_mu);
 }
+
+#endif

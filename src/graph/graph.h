@@ -67,6 +67,7 @@ typedef struct pvg_graph {
     int        opset;                   /* default-domain opset */
     int64_t    ir_version;
     char      *base_dir;                /* for external data */
+    int        threads;                 /* threads plans run with (pv_graph's pool), 0 unknown */
     void      *name_index;              /* value name -> index (hash), private to ir.c */
     pvc_msg    msg;
 } pvg_graph;
@@ -100,6 +101,8 @@ typedef struct pvg_prep {
     size_t            workspace;/* bytes of scratch run needs (ws, 64-byte aligned) */
     int               opset;
     pvc_msg          *msg;
+    int               threads;  /* threads run will use (the graph's pool); 0 = not known:
+                                   pvc_default_threads(). For kernels fixed at plan time. */
 } pvg_prep;
 
 /* Execution context of one node. */
@@ -129,6 +132,12 @@ typedef struct pvg_op {
     unsigned    flags;
     pv_status (*prepare)(pvg_prep *p);
     pv_status (*run)(const pvg_exec *x);   /* may be NULL for PVG_OP_ALIAS */
+    /* Optional (NULL: nothing to free). params may hold pointers to objects made in prepare
+     * (a oneDNN primitive, pre-packed weights); release frees them. The planner calls it once
+     * for every params block prepare was called on, whatever prepare returned, when the block
+     * is no longer needed (plan freed, constant evaluated, prepare failed), so it must accept a
+     * partly filled block (params start zeroed). It is never called twice on one block. */
+    void      (*release)(void *params);
 } pvg_op;
 
 /* Registry: the built-in table (ops.def) plus operators registered by bundles. */

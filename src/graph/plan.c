@@ -57,16 +57,24 @@ pv_status pvg_node_prepare(pvg_graph *g, pvg_node *n, const pvc_tensor *in, pvc_
     p.params = params;
     p.opset = g->opset;
     p.msg = msg;
+    p.threads = g->threads;
     memset(params, 0, PVG_PARAMS_BYTES);
     for (int i = 0; i < n->nout; i++) { memset(&out[i], 0, sizeof out[i]); out[i].rank = -1; out[i].dtype = PV_DTYPE_COUNT; }
     for (int i = 0; i < n->nattrs; i++) n->attrs[i].used = false;
     pv_status s = n->op->prepare(&p);
-    if (s != PV_OK) return s;
-    if ((s = check_attrs_used(n, msg)) != PV_OK) return s;
-    if ((s = check_outputs(n, out, n->nout, msg)) != PV_OK) return s;
+    if (s == PV_OK) s = check_attrs_used(n, msg);
+    if (s == PV_OK) s = check_outputs(n, out, n->nout, msg);
+    if (s != PV_OK) { pvg_node_release(n, params); return s; }
     for (int i = 0; i < n->nout; i++) if (out[i].rank >= 0) pvc_tensor_set_contiguous(&out[i]);
     *workspace = align_up(p.workspace);
     return PV_OK;
+}
+
+void pvg_node_release(const pvg_node *n, void *params)
+{
+    if (!n->op || !n->op->release) return;
+    n->op->release(params);
+    memset(params, 0, PVG_PARAMS_BYTES);
 }
 
 pv_status pvg_node_eval(pvg_node *n, const pvc_tensor *in, pvc_tensor *out, const void *params,
@@ -101,6 +109,11 @@ pv_status pvg_node_eval(pvg_node *n, const pvc_tensor *in, pvc_tensor *out, cons
 void pvg_plan_free(pvg_plan *p)
 {
     if (!p) return;
+    /* nodes folded at plan time were released right after their evaluation */
+    for (int s = 0; p->params && s < p->norder; s++) {
+        int ni = p->order[s];
+        pvg_node_release(&p->g->nodes[ni], p->params + (size_t)ni * PVG_PARAMS_BYTES);
+    }
     for (int i = 0; i < p->nowned; i++) pvc_free_aligned(p->owned[i]);
     pvc_free(p->owned);
     pvc_free(p->vals);
@@ -336,7 +349,9 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
         size_t out_bytes = 0;
         for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) out_bytes += pvc_nbytes(&o[k]);
         if (all_const && !(n->op->flags & PVG_OP_NOFOLD) && out_bytes <= PVG_FOLD_LIMIT) {
-            if ((s = pvg_node_eval(n, in, o, params, p->ws_node[ni], NULL, &p->owned, &p->nowned, msg)) != PV_OK) goto fail;
+            s = pvg_node_eval(n, in, o, params, p->ws_node[ni], NULL, &p->owned, &p->nowned, msg);
+            pvg_node_release(n, params);
+            if (s != PV_OK) goto fail;
             for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) p->vals[n->out[k]] = o[k];
             p->const_bytes += out_bytes;
             continue;

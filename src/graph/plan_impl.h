@@ -26,9 +26,14 @@ struct pvg_plan {
     size_t         arena_bytes, ws_bytes, const_bytes;
 };
 
-/* Runs prepare for one node (resets params, refuses unread attributes, checks outputs). */
+/* Runs prepare for one node (resets params, refuses unread attributes, checks outputs). On
+ * failure the node's params are already released; on success the caller owns them and ends
+ * with pvg_node_release. */
 pv_status pvg_node_prepare(pvg_graph *g, pvg_node *n, const pvc_tensor *in, pvc_tensor *out,
                            void *params, size_t *workspace, pvc_msg *msg);
+/* Calls the operator's release on a prepared params block (once; the block is zeroed after,
+ * so a second call does nothing). */
+void      pvg_node_release(const pvg_node *n, void *params);
 /* Evaluates a prepared node on constant inputs into fresh buffers appended to *owned. */
 pv_status pvg_node_eval(pvg_node *n, const pvc_tensor *in, pvc_tensor *out, const void *params,
                         size_t workspace, pvc_pool *pool, void ***owned, int *nowned, pvc_msg *msg);

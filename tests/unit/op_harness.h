@@ -51,9 +51,9 @@ typedef struct oph_opts {
 
 /* in[i].rank == -1 marks an absent optional input. Inputs given with const_mask bit i set are
  * presented to prepare as constants (data visible), others as run-time values. o may be NULL. */
-static inline oph_result oph_run_ex(const char *op_type, int opset, const pvc_tensor *in, int nin,
-                                    unsigned const_mask, int nout, const oph_attr *attrs, int nattrs,
-                                    const oph_opts *o)
+static inline oph_result oph_run_body(const char *op_type, int opset, const pvc_tensor *in, int nin,
+                                      unsigned const_mask, int nout, const oph_attr *attrs, int nattrs,
+                                      const oph_opts *o, unsigned char *params)
 {
     static const oph_opts plain;
     if (!o) o = &plain;
@@ -92,8 +92,7 @@ static inline oph_result oph_run_ex(const char *op_type, int opset, const pvc_te
         pin[i] = in[i];
         if (!(const_mask & (1u << i))) pin[i].data = NULL;
     }
-    static unsigned char params[PVG_PARAMS_BYTES];
-    memset(params, 0, sizeof params);
+    memset(params, 0, PVG_PARAMS_BYTES);
     pvg_prep p;
     memset(&p, 0, sizeof p);
     p.node = &node;
@@ -153,6 +152,18 @@ static inline oph_result oph_run_ex(const char *op_type, int opset, const pvc_te
                 snprintf(r.fault, sizeof r.fault, "output %d guard overwritten", i);
             }
     }
+    return r;
+}
+
+/* The call, then the operator's release (what the planner does when a plan is freed). */
+static inline oph_result oph_run_ex(const char *op_type, int opset, const pvc_tensor *in, int nin,
+                                    unsigned const_mask, int nout, const oph_attr *attrs, int nattrs,
+                                    const oph_opts *o)
+{
+    static unsigned char params[PVG_PARAMS_BYTES];
+    oph_result r = oph_run_body(op_type, opset, in, nin, const_mask, nout, attrs, nattrs, o, params);
+    const pvg_op *op = pvg_op_lookup("", op_type);
+    if (op && op->release) op->release(params);
     return r;
 }
 

@@ -1,11 +1,15 @@
 /* Conv (1-D, 2-D, 3-D; opset 11+ semantics): explicit pads or auto_pad, strides, dilations,
  * group (depthwise included), optional bias, fused activation.
- * Paths: 1x1 / stride 1 / no padding -> one GEMM per group straight on X; one input channel
- * per group (depthwise) -> direct kernel; otherwise im2col into the workspace in slices of
- * output pixels (at most PVG_CONV_COL_CAP floats) and GEMM W_g[mg, cg*ks] x col[cg*ks, slice].
+ * Paths: f32 with constant weights -> oneDNN where its table takes the shape (kernels/dnnl:
+ * primitive made and weights reordered here in prepare, freed by release; PERCEIVE_DNNL=0
+ * turns it off). Otherwise the reference path: 1x1 / stride 1 / no padding -> one GEMM per
+ * group straight on X; one input channel per group (depthwise) -> direct kernel; otherwise
+ * im2col into the workspace in slices of output pixels (at most PVG_CONV_COL_CAP floats) and
+ * GEMM W_g[mg, cg*ks] x col[cg*ks, slice].
  * Also holds the attribute parsing and input checks shared with ConvTranspose (conv_attrs.h). */
 #include "graph/ops/conv_attrs.h"
 #include "graph/ops/lowp.h"
+#include "kernels/dnnl/conv_dnnl.h"
 
 #include <string.h>
 
@@ -16,6 +20,7 @@ typedef struct conv_params {
     int64_t batch, cin, cout, group;
     int64_t slice;      /* output pixels per im2col slice */
     int     mode;
+    pvk_dnnl_conv *dnnl;   /* made in prepare when oneDNN takes the shape, else NULL */
 } conv_params;
 _Static_assert(sizeof(conv_params) <= PVG_PARAMS_BYTES, "conv params");
 
@@ -164,6 +169,23 @@ static pv_status conv_prepare(pvg_prep *p)
     for (int d = 0; d < 3; d++) unit = unit && c->g.stride[d] == 1 && c->g.pad[d] == 0 && c->g.in[d] == c->g.out[d];
     c->mode = unit ? CONV_1X1 : cin == a.group ? CONV_DW : CONV_GEMM;
     p->workspace = 0;
+    if (X->dtype == PV_F32 && W->data) {
+        pvk_dnnl_conv_desc d = { .nsp = nsp, .batch = c->batch, .cin = cin, .cout = cout, .group = a.group,
+                                 .bias = pvg_has_in(p, 2), .act = p->node->act };
+        for (int i = 0; i < nsp; i++) {
+            d.in[i] = X->dims[2 + i];
+            d.out[i] = odims[2 + i];
+            d.k[i] = a.k[i];
+            d.stride[i] = a.stride[i];
+            d.dil[i] = a.dil[i];
+            d.pad_begin[i] = a.pad_begin[i];
+            d.pad_end[i] = a.pad_end[i];
+        }
+        pvc_msg m = {{0}};
+        if ((s = pvk_dnnl_conv_create(&d, W->data, p->threads, pvk_dnnl_mode_get(), &c->dnnl, &p->workspace, &m)) != PV_OK)
+            return pvg_prep_fail(p, s, "%s", m.text);
+        if (c->dnnl) return PV_OK;
+    }
     if (c->mode == CONV_GEMM) {
         c->slice = pvg_conv_slice(kdim, osz);
         p->workspace = (size_t)(kdim * c->slice) * sizeof(float);
@@ -206,7 +228,18 @@ static pv_status conv_run_f32(const pvg_exec *x)
 
 static pv_status conv_run(const pvg_exec *x)
 {
+    const conv_params *c = x->params;
+    if (c->dnnl)
+        return pvk_dnnl_conv_run(c->dnnl, x->in[0].data, x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL,
+                                 x->out[0].data, x->ws);
     return pvg_lowp_needed(x) ? pvg_lowp_run(x, conv_run_f32) : conv_run_f32(x);
 }
 
-const pvg_op pvg_op_Conv = { "Conv", "", PVG_OP_FUSE_ACT, conv_prepare, conv_run };
+static void conv_release(void *params)
+{
+    conv_params *c = params;
+    pvk_dnnl_conv_free(c->dnnl);
+    c->dnnl = NULL;
+}
+
+const pvg_op pvg_op_Conv = { "Conv", "", PVG_OP_FUSE_ACT, conv_prepare, conv_run, conv_release };

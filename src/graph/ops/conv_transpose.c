@@ -1,11 +1,14 @@
 /* ConvTranspose (1-D, 2-D, 3-D): pads / auto_pad, strides, dilations, group, output_padding,
  * output_shape, optional bias, fused activation.
- * Per batch item and group: col[mg*ks, slice] = W_g^T x X_g[:, slice] (GEMM reading W_g
+ * f32 with constant weights: oneDNN's deconvolution where its table takes the shape (made in
+ * prepare, freed by release; PERCEIVE_DNNL=0 turns it off). Otherwise the reference path:
+ * per batch item and group: col[mg*ks, slice] = W_g^T x X_g[:, slice] (GEMM reading W_g
  * transposed), then col2im adds col into Y; slices of input pixels keep col within
  * PVG_CONV_COL_CAP floats of workspace. The col2im geometry is that of the adjoint Conv: its
  * image is Y. */
 #include "graph/ops/conv_attrs.h"
 #include "graph/ops/lowp.h"
+#include "kernels/dnnl/conv_dnnl.h"
 
 #include <string.h>
 
@@ -13,6 +16,7 @@ typedef struct convt_params {
     pvk_conv_geom g;    /* g.in: Y spatial dims, g.out: X spatial dims */
     int64_t batch, cin, cout, group;
     int64_t slice;      /* X pixels per GEMM + col2im slice */
+    pvk_dnnl_conv *dnnl;   /* made in prepare when oneDNN takes the shape, else NULL */
 } convt_params;
 _Static_assert(sizeof(convt_params) <= PVG_PARAMS_BYTES, "conv_transpose params");
 
@@ -89,6 +93,25 @@ static pv_status convt_prepare(pvg_prep *p)
     int64_t rows = cout / a.group * pvk_conv_ksize(&c->g), xsz = pvk_conv_outsize(&c->g);
     c->slice = pvg_conv_slice(rows, xsz);
     p->workspace = (size_t)(rows * c->slice) * sizeof(float) + pvg_lowp_bytes(p);
+    if (X->dtype == PV_F32 && W->data) {
+        pvk_dnnl_conv_desc d = { .transposed = true, .nsp = nsp, .batch = c->batch, .cin = cin, .cout = cout,
+                                 .group = a.group, .bias = pvg_has_in(p, 2), .act = p->node->act };
+        for (int i = 0; i < nsp; i++) {
+            d.in[i] = X->dims[2 + i];
+            d.out[i] = odims[2 + i];
+            d.k[i] = a.k[i];
+            d.stride[i] = a.stride[i];
+            d.dil[i] = a.dil[i];
+            d.pad_begin[i] = a.pad_begin[i];
+            /* output_padding / output_shape: what is left at the end (< 0: declined) */
+            d.pad_end[i] = (d.in[i] - 1) * a.stride[i] + (a.k[i] - 1) * a.dil[i] + 1 - a.pad_begin[i] - odims[2 + i];
+        }
+        pvc_msg m = {{0}};
+        size_t ws = 0;
+        if ((s = pvk_dnnl_conv_create(&d, W->data, p->threads, pvk_dnnl_mode_get(), &c->dnnl, &ws, &m)) != PV_OK)
+            return pvg_prep_fail(p, s, "%s", m.text);
+        if (c->dnnl) p->workspace = ws;
+    }
     return PV_OK;
 }
 
@@ -118,7 +141,18 @@ static pv_status convt_run_f32(const pvg_exec *x)
 
 static pv_status convt_run(const pvg_exec *x)
 {
+    const convt_params *c = x->params;
+    if (c->dnnl)
+        return pvk_dnnl_conv_run(c->dnnl, x->in[0].data, x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL,
+                                 x->out[0].data, x->ws);
     return pvg_lowp_needed(x) ? pvg_lowp_run(x, convt_run_f32) : convt_run_f32(x);
 }
 
-const pvg_op pvg_op_ConvTranspose = { "ConvTranspose", "", PVG_OP_FUSE_ACT, convt_prepare, convt_run };
+static void convt_release(void *params)
+{
+    convt_params *c = params;
+    pvk_dnnl_conv_free(c->dnnl);
+    c->dnnl = NULL;
+}
+
+const pvg_op pvg_op_ConvTranspose = { "ConvTranspose", "", PVG_OP_FUSE_ACT, convt_prepare, convt_run, convt_release };

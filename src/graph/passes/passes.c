@@ -52,10 +52,11 @@ static pv_status fold_constants(pvg_graph *g, int *folded)
         if ((s = pvg_node_prepare(g, n, in, out, params, &ws, &g->msg)) != PV_OK) goto done;
         size_t bytes = 0;
         for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) bytes += pvc_nbytes(&out[k]);
-        if (bytes > PVG_FOLD_LIMIT) continue;
+        if (bytes > PVG_FOLD_LIMIT) { pvg_node_release(n, params); continue; }
         void **owned = NULL;
         int nowned = 0;
         s = pvg_node_eval(n, in, out, params, ws, NULL, &owned, &nowned, &g->msg);
+        pvg_node_release(n, params);
         if (s != PV_OK) { for (int i = 0; i < nowned; i++) pvc_free_aligned(owned[i]); pvc_free(owned); goto done; }
         /* each output gets its own copy so values own their data independently */
         for (int k = 0; k < n->nout; k++) {

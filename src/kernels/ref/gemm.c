@@ -1,4 +1,5 @@
-/* Reference f32 GEMM: C = alpha * op(A) * op(B) + beta * C, beta in {0, 1}.
+/* Reference f32 GEMM: C = alpha * op(A) * op(B) + beta * C, beta in {0, 1}; the oracle for
+ * the SIMD variants. The variant table and the dispatcher pvk_gemm_f32 are at the end.
  *
  * Design (Goto-style blocking, no heap, no workspace):
  *   - C is cut into MC x NC tiles; tiles are the parallel work items (pvc_parallel_for), so
@@ -18,6 +19,7 @@
  * with the box's load), 15-17 at 1024^3, similar for every transpose combination. */
 #include "kernels/kernels.h"
 
+#include <pthread.h>
 #include <string.h>
 
 enum { MR = 4, NR = 8, MC = 64, NC = 128, KC = 128 };
@@ -160,10 +162,10 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
-void pvk_gemm_f32(pvc_pool *pool, int64_t M, int64_t N, int64_t K,
-                  const float *A, int64_t lda, bool trans_a,
-                  const float *B, int64_t ldb, bool trans_b,
-                  float *C, int64_t ldc, float alpha, float beta)
+void pvk_gemm_f32_ref(pvc_pool *pool, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, bool trans_a,
+                      const float *B, int64_t ldb, bool trans_b,
+                      float *C, int64_t ldc, float alpha, float beta)
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {   /* empty sum: C = beta * C */
@@ -176,4 +178,40 @@ void pvk_gemm_f32(pvc_pool *pool, int64_t M, int64_t N, int64_t K,
     /* Below ~1 MFLOP per call the pool's wake-up costs more than it saves. */
     if ((double)M * (double)N * (double)K < 5e5) pool = NULL;
     pvc_parallel_for(pool, tiles, 1, gemm_range, &j);
+}
+
+/* ---- variants and dispatch ---------------------------------------------------------------- */
+
+const pvk_gemm_variant pvk_gemm_f32_variants[] = {
+    { "ref", PVC_ISA_SCALAR, pvk_gemm_f32_ref },
+#if defined(__x86_64__)   /* x86/ files are built on x86-64 only (CMakeLists.txt) */
+    { "avx2_6x16", PVC_ISA_AVX2, pvk_gemm_f32_avx2 },
+    { "avx512_12x32", PVC_ISA_AVX512, pvk_gemm_f32_avx512 },
+#endif
+};
+const int pvk_gemm_f32_nvariants = (int)PVC_COUNTOF(pvk_gemm_f32_variants);
+
+static const pvk_gemm_variant *selected;
+static pthread_once_t select_once = PTHREAD_ONCE_INIT;
+
+static void select_variant(void)
+{
+    pvc_isa isa = pvc_isa_selected();
+    selected = &pvk_gemm_f32_variants[0];
+    for (int i = 0; i < pvk_gemm_f32_nvariants; i++)
+        if (pvk_gemm_f32_variants[i].isa <= isa) selected = &pvk_gemm_f32_variants[i];
+}
+
+const pvk_gemm_variant *pvk_gemm_f32_selected(void)
+{
+    pthread_once(&select_once, select_variant);
+    return selected;
+}
+
+void pvk_gemm_f32(pvc_pool *pool, int64_t M, int64_t N, int64_t K,
+                  const float *A, int64_t lda, bool trans_a,
+                  const float *B, int64_t ldb, bool trans_b,
+                  float *C, int64_t ldc, float alpha, float beta)
+{
+    pvk_gemm_f32_selected()->fn(pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, C, ldc, alpha, beta);
 }

@@ -1,0 +1,386 @@
+/* Convolution through oneDNN (see conv_dnnl.h). The primitive, its memory objects, a stream and
+ * the reordered weights are made once per plan; run only binds pointers and executes. The
+ * process shares one CPU engine. oneDNN sizes its OpenMP team at creation, so creation and
+ * execution run with the calling thread's OpenMP thread count set to the plan's.
+ * Which shapes go to oneDNN, and in which layout, is the measured table below (pvk_dnnl_conv_pick). */
+#include "kernels/dnnl/conv_dnnl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pvk_dnnl_mode pvk_dnnl_mode_get(void)
+{
+    if (!pvk_dnnl_available()) return PVK_DNNL_OFF;
+    const char *e = getenv("PERCEIVE_DNNL");
+    if (!e || !*e || !strcmp(e, "1") || !strcmp(e, "auto")) return PVK_DNNL_AUTO;
+    if (!strcmp(e, "0") || !strcmp(e, "off")) return PVK_DNNL_OFF;
+    if (!strcmp(e, "nchw")) return PVK_DNNL_NCHW;
+    if (!strcmp(e, "blocked")) return PVK_DNNL_BLOCKED;
+    return PVK_DNNL_AUTO;
+}
+
+#ifdef PV_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+
+bool pvk_dnnl_available(void) { return true; }
+
+struct pvk_dnnl_conv {
+    dnnl_primitive_t conv;
+    dnnl_primitive_t to_blocked, from_blocked;  /* X and Y reorders; NULL when not needed */
+    dnnl_memory_t    x, y;                      /* perceive's NCHW tensors */
+    dnnl_memory_t    xb, yb;                    /* the primitive's layouts (== x, y when plain) */
+    dnnl_memory_t    w, b, scratch;             /* scratch NULL when oneDNN needs none */
+    dnnl_stream_t    stream;
+    void            *weights;                   /* reordered weights, owned */
+    size_t           xb_off, yb_off, ws_bytes;  /* workspace: scratchpad | X blocked | Y blocked */
+    int              threads;
+    const void      *bound_x, *bound_y, *bound_b, *bound_ws;   /* handles last given to oneDNN */
+    char             impl[64];
+};
+
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static void engine_init(void)
+{
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+/* The OpenMP thread count of this thread, for oneDNN's team; restored after. */
+static int team_enter(int threads)
+{
+    int saved = omp_get_max_threads();
+    if (saved != threads) omp_set_num_threads(threads);
+    return saved;
+}
+
+static void team_leave(int saved, int threads)
+{
+    if (saved != threads) omp_set_num_threads(saved);
+}
+
+/* The measured table (bench/conv_bench.c, 2 AVX-512 cores, GFLOP/s at 1 / 2 threads): per
+ * shape class, the layout oneDNN runs best in, or OFF where perceive's im2col + GEMM is as fast.
+ * Rows are tried in order; the first that matches decides. NCHW (oneDNN's own im2col + sgemm,
+ * "gemm:jit") never won by more than the noise, so no row picks it. */
+typedef enum { RULE_ANY, RULE_TRANSPOSED, RULE_DEPTHWISE, RULE_POINTWISE } rule_kind;
+
+typedef struct pick_rule {
+    rule_kind     kind;             /* TRANSPOSED: ConvTranspose; DEPTHWISE: one input channel per
+                                       group; POINTWISE: all k 1 (these two: convolutions) */
+    int64_t       cin_per_cout;     /* matches only when cin >= this * cout (0: always) */
+    pvk_dnnl_mode mode;
+    const char   *why;              /* the measurement behind the row */
+} pick_rule;
+
+static const pick_rule rules[] = {
+    { RULE_TRANSPOSED, 0, PVK_DNNL_OFF,
+      "oneDNN 2.6's deconvolution (jit:avx512_core, gemm:jit) is 3-7x slower than GEMM + col2im: "
+      "2x2 s2 256->256 90x90 7 / 11 vs 35 / 75, 4x4 s2 128->64 14 / 22 vs 43 / 98" },
+    { RULE_DEPTHWISE, 0, PVK_DNNL_BLOCKED,
+      "dw 3x3 128ch 180x180: brdgmm_dw 5.8 / 11.4 vs perceive's direct loop 1.3 / 2.5" },
+    { RULE_POINTWISE, 8, PVK_DNNL_OFF,
+      "1x1 with cin >= 8 cout, at 180x180: reordering X costs more than the small GEMM saves; "
+      "256->16 20-25 / 29-40 vs im2col 24-33 / 42, 64->2 3-5 / 4-6 vs 8-11 / 13-21, "
+      "256->32 29-34 / 50-69 vs 34-36 / 67-78 (256->64: blocked 46 / 67-78 vs 33 / 65-69)" },
+    { RULE_ANY, 0, PVK_DNNL_BLOCKED,
+      "brgconv with its reorders: 3x3 128->128 180x180 101 / 210 vs 54 / 109, 3x3 128->5 30 / 56 "
+      "vs 16 / 31, 1x1 128->256 57 / 148 vs 27 / 54, ResNet-34 7x7 s2 3->64 68 / 109 vs 21 / 38" },
+};
+
+static bool shape_ok(const pvk_dnnl_conv_desc *d);
+
+static bool rule_matches(const pick_rule *r, const pvk_dnnl_conv_desc *d)
+{
+    bool pointwise = true;
+    for (int i = 0; i < d->nsp; i++) pointwise = pointwise && d->k[i] == 1;
+    if (r->kind == RULE_TRANSPOSED) return d->transposed;
+    if (r->kind != RULE_ANY && d->transposed) return false;
+    if (r->kind == RULE_DEPTHWISE && !(d->group == d->cin && d->group > 1)) return false;
+    if (r->kind == RULE_POINTWISE && !pointwise) return false;
+    return !r->cin_per_cout || d->cin >= r->cin_per_cout * d->cout;
+}
+
+pvk_dnnl_mode pvk_dnnl_conv_pick(const pvk_dnnl_conv_desc *d)
+{
+    if (!shape_ok(d)) return PVK_DNNL_OFF;
+    for (size_t i = 0; i < PVC_COUNTOF(rules); i++)
+        if (rule_matches(&rules[i], d)) return rules[i].mode;
+    return PVK_DNNL_OFF;
+}
+
+static bool shape_ok(const pvk_dnnl_conv_desc *d)
+{
+    if (d->nsp < 1 || d->nsp > 3 || d->batch < 1 || d->cin < 1 || d->cout < 1 || d->group < 1) return false;
+    if (d->cin % d->group || d->cout % d->group) return false;
+    for (int i = 0; i < d->nsp; i++) {
+        if (d->in[i] < 1 || d->out[i] < 1 || d->k[i] < 1 || d->stride[i] < 1 || d->dil[i] < 1 ||
+            d->pad_begin[i] < 0 || d->pad_end[i] < 0)
+            return false;
+        int64_t ek = (d->k[i] - 1) * d->dil[i] + 1;
+        int64_t o = d->transposed ? (d->in[i] - 1) * d->stride[i] + ek - d->pad_begin[i] - d->pad_end[i]
+                                  : (d->in[i] + d->pad_begin[i] + d->pad_end[i] - ek) / d->stride[i] + 1;
+        if (o != d->out[i]) return false;
+    }
+    /* oneDNN's clip is max(lo, min(hi, x)); pvk_act_apply's differs when lo > hi (or NaN) */
+    if (d->act.kind == PVG_ACT_CLIP && !(d->act.alpha <= d->act.beta)) return false;
+    return true;
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static const dnnl_format_tag_t plain_tags[] = { dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef };
+/* ConvTranspose's W [cin, cout, k...] as oneDNN's [cout, cin, k...], by rank (3..5), and
+ * grouped [g, cin/g, cout/g, k...] as [g, cout/g, cin/g, k...] (rank 4..6) */
+static const dnnl_format_tag_t io_tags[] = { dnnl_bac, dnnl_bacd, dnnl_bacde };
+static const dnnl_format_tag_t gio_tags[] = { dnnl_acbd, dnnl_acbde, dnnl_acbdef };
+
+enum { BUILD_OK, BUILD_DECLINED, BUILD_NOMEM };
+
+static int build_status(dnnl_status_t e)
+{
+    return e == dnnl_success ? BUILD_OK : e == dnnl_out_of_memory ? BUILD_NOMEM : BUILD_DECLINED;
+}
+
+#define TRY(call) do { dnnl_status_t e_ = (call); if (e_ != dnnl_success) { rc = build_status(e_); goto done; } } while (0)
+
+static dnnl_status_t reorder_create(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                                    dnnl_primitive_t *out)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t e = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL);
+    if (e == dnnl_success) e = dnnl_primitive_create(out, pd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return e;
+}
+
+/* Everything oneDNN for create; c->threads is the team already set for this thread. */
+static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, pvk_dnnl_mode mode)
+{
+    int rc = BUILD_OK, nd = 2 + d->nsp;
+    dnnl_dims_t xd = { d->batch, d->cin }, yd = { d->batch, d->cout }, wd, bd = { d->cout };
+    dnnl_dims_t st, dl, pl, pr;
+    for (int i = 0; i < d->nsp; i++) {
+        xd[2 + i] = d->in[i];
+        yd[2 + i] = d->out[i];
+        st[i] = d->stride[i];
+        dl[i] = d->dil[i] - 1;           /* oneDNN counts the gap, ONNX the step */
+        pl[i] = d->pad_begin[i];
+        pr[i] = d->pad_end[i];
+    }
+    /* ONNX W [cout, cin/g, k...] is, read contiguously, oneDNN's plain goihw [g, cout/g, cin/g, k...];
+     * ConvTranspose's [cin, cout/g, k...] is its giohw */
+    int wnd = d->group > 1 ? nd + 1 : nd, o = 0;
+    dnnl_format_tag_t wtag = !d->transposed ? plain_tags[wnd - 1]
+                           : d->group > 1 ? gio_tags[d->nsp - 1] : io_tags[d->nsp - 1];
+    if (d->group > 1) wd[o++] = d->group;
+    wd[o++] = d->cout / d->group;
+    wd[o++] = d->cin / d->group;
+    for (int i = 0; i < d->nsp; i++) wd[o++] = d->k[i];
+
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t wreorder = NULL;
+    dnnl_memory_t wuser = NULL;
+    dnnl_memory_desc_t x_md, y_md, xa_md, ya_md, w_md, wa_md, b_md;
+    dnnl_format_tag_t any = dnnl_format_tag_any, plain = plain_tags[nd - 1];
+    TRY(dnnl_memory_desc_init_by_tag(&x_md, nd, xd, dnnl_f32, plain));
+    TRY(dnnl_memory_desc_init_by_tag(&y_md, nd, yd, dnnl_f32, plain));
+    TRY(dnnl_memory_desc_init_by_tag(&xa_md, nd, xd, dnnl_f32, mode == PVK_DNNL_NCHW ? plain : any));
+    TRY(dnnl_memory_desc_init_by_tag(&ya_md, nd, yd, dnnl_f32, mode == PVK_DNNL_NCHW ? plain : any));
+    TRY(dnnl_memory_desc_init_by_tag(&w_md, wnd, wd, dnnl_f32, wtag));
+    TRY(dnnl_memory_desc_init_by_tag(&wa_md, wnd, wd, dnnl_f32, any));
+    TRY(dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_a));
+    dnnl_convolution_desc_t cd;   /* dnnl_deconvolution_desc_t is the same struct */
+    if (d->transposed)
+        TRY(dnnl_dilated_deconvolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                         &xa_md, &wa_md, d->bias ? &b_md : NULL, &ya_md,
+                                                         st, dl, pl, pr));
+    else
+        TRY(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                       &xa_md, &wa_md, d->bias ? &b_md : NULL, &ya_md,
+                                                       st, dl, pl, pr));
+    TRY(dnnl_primitive_attr_create(&attr));
+    TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    if (d->act.kind != PVG_ACT_NONE) {
+        TRY(dnnl_post_ops_create(&post));
+        switch (d->act.kind) {
+        case PVG_ACT_RELU:       TRY(dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f)); break;
+        case PVG_ACT_LEAKY_RELU: TRY(dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_relu, d->act.alpha, 0.0f)); break;
+        case PVG_ACT_CLIP:       TRY(dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_clip, d->act.alpha, d->act.beta)); break;
+        case PVG_ACT_NONE:       break;
+        }
+        TRY(dnnl_primitive_attr_set_post_ops(attr, post));
+    }
+    TRY(dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL));
+    const char *impl = NULL;
+    TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+    /* oneDNN's reference loops are slower than perceive's own path */
+    if (!impl || !strncmp(impl, "ref", 3)) { rc = BUILD_DECLINED; goto done; }
+    const dnnl_memory_desc_t *qx = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *qy = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *qs = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (!qx || !qy || !qw || !qs) { rc = BUILD_DECLINED; goto done; }
+    bool xplain = dnnl_memory_desc_equal(qx, &x_md), yplain = dnnl_memory_desc_equal(qy, &y_md);
+    snprintf(c->impl, sizeof c->impl, "%s/%s", impl, xplain && yplain ? "nchw" : "blocked");
+    TRY(dnnl_primitive_create(&c->conv, pd));
+    TRY(dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags));
+
+    /* the weights, once, into the primitive's layout */
+    size_t wbytes = dnnl_memory_desc_get_size(qw);
+    c->weights = pvc_malloc_aligned(wbytes ? wbytes : 1);
+    if (!c->weights) { rc = BUILD_NOMEM; goto done; }
+    TRY(dnnl_memory_create(&c->w, qw, engine, c->weights));
+    TRY(dnnl_memory_create(&wuser, &w_md, engine, (void *)w));   /* only read */
+    TRY(reorder_create(&w_md, qw, &wreorder));
+    dnnl_exec_arg_t wargs[] = { { DNNL_ARG_FROM, wuser }, { DNNL_ARG_TO, c->w } };
+    TRY(dnnl_primitive_execute(wreorder, c->stream, 2, wargs));
+    TRY(dnnl_stream_wait(c->stream));
+
+    /* run-time tensors: handles bound at run; the workspace holds scratchpad and layouts */
+    TRY(dnnl_memory_create(&c->x, &x_md, engine, DNNL_MEMORY_NONE));
+    TRY(dnnl_memory_create(&c->y, &y_md, engine, DNNL_MEMORY_NONE));
+    if (d->bias) TRY(dnnl_memory_create(&c->b, &b_md, engine, DNNL_MEMORY_NONE));
+    size_t off = align64(dnnl_memory_desc_get_size(qs));
+    if (off) TRY(dnnl_memory_create(&c->scratch, qs, engine, DNNL_MEMORY_NONE));
+    c->xb = c->x;
+    c->yb = c->y;
+    if (!xplain) {
+        TRY(dnnl_memory_create(&c->xb, qx, engine, DNNL_MEMORY_NONE));
+        TRY(reorder_create(&x_md, qx, &c->to_blocked));
+        c->xb_off = off;
+        off += align64(dnnl_memory_desc_get_size(qx));
+    }
+    if (!yplain) {
+        TRY(dnnl_memory_create(&c->yb, qy, engine, DNNL_MEMORY_NONE));
+        TRY(reorder_create(qy, &y_md, &c->from_blocked));
+        c->yb_off = off;
+        off += align64(dnnl_memory_desc_get_size(qy));
+    }
+    c->ws_bytes = off;
+done:
+    if (wreorder) dnnl_primitive_destroy(wreorder);
+    if (wuser) dnnl_memory_destroy(wuser);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (post) dnnl_post_ops_destroy(post);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return rc;
+}
+
+pv_status pvk_dnnl_conv_create(const pvk_dnnl_conv_desc *d, const float *w, int threads,
+                               pvk_dnnl_mode mode, pvk_dnnl_conv **out, size_t *workspace,
+                               pvc_msg *msg)
+{
+    *out = NULL;
+    *workspace = 0;
+    if (mode == PVK_DNNL_AUTO) mode = pvk_dnnl_conv_pick(d);
+    if (mode == PVK_DNNL_OFF || !shape_ok(d) || !w) return PV_OK;
+    pthread_once(&engine_once, engine_init);
+    if (!engine) return PV_OK;
+    pvk_dnnl_conv *c = pvc_calloc(1, sizeof *c);
+    if (!c) return pvc_fail(msg, PV_ENOMEM, "out of memory creating a oneDNN convolution");
+    c->threads = threads > 0 ? threads : pvc_default_threads();
+    int saved = team_enter(c->threads);
+    int rc = build(c, d, w, mode);
+    team_leave(saved, c->threads);
+    if (rc != BUILD_OK) {
+        pvk_dnnl_conv_free(c);
+        if (rc == BUILD_NOMEM) return pvc_fail(msg, PV_ENOMEM, "out of memory creating a oneDNN convolution");
+        return PV_OK;   /* declined: the caller's own kernel runs it */
+    }
+    *out = c;
+    *workspace = c->ws_bytes;
+    return PV_OK;
+}
+
+/* Handles change only when the plan's buffers do, so after the first call nothing is rebound. */
+static dnnl_status_t bind(dnnl_memory_t m, const void **last, const void *p)
+{
+    if (*last == p) return dnnl_success;
+    *last = p;
+    return dnnl_memory_set_data_handle(m, (void *)p);
+}
+
+pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias, float *y, void *ws)
+{
+    dnnl_status_t e = bind(c->x, &c->bound_x, x);
+    if (e == dnnl_success) e = bind(c->y, &c->bound_y, y);
+    if (e == dnnl_success && c->b) e = bind(c->b, &c->bound_b, bias);
+    if (e == dnnl_success && c->bound_ws != ws) {
+        c->bound_ws = ws;
+        if (c->scratch) e = dnnl_memory_set_data_handle(c->scratch, ws);
+        if (e == dnnl_success && c->to_blocked) e = dnnl_memory_set_data_handle(c->xb, (char *)ws + c->xb_off);
+        if (e == dnnl_success && c->from_blocked) e = dnnl_memory_set_data_handle(c->yb, (char *)ws + c->yb_off);
+        if (e != dnnl_success) c->bound_ws = NULL;
+    }
+    if (e != dnnl_success) return pvc_fail(NULL, PV_EINTERNAL, "oneDNN convolution: binding buffers failed (status %d)", (int)e);
+    int saved = team_enter(c->threads);
+    if (c->to_blocked) {
+        dnnl_exec_arg_t a[] = { { DNNL_ARG_FROM, c->x }, { DNNL_ARG_TO, c->xb } };
+        e = dnnl_primitive_execute(c->to_blocked, c->stream, 2, a);
+    }
+    if (e == dnnl_success) {
+        dnnl_exec_arg_t a[5] = { { DNNL_ARG_SRC, c->xb }, { DNNL_ARG_WEIGHTS, c->w }, { DNNL_ARG_DST, c->yb } };
+        int na = 3;
+        if (c->b) a[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, c->b };
+        if (c->scratch) a[na++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, c->scratch };
+        e = dnnl_primitive_execute(c->conv, c->stream, na, a);
+    }
+    if (e == dnnl_success && c->from_blocked) {
+        dnnl_exec_arg_t a[] = { { DNNL_ARG_FROM, c->yb }, { DNNL_ARG_TO, c->y } };
+        e = dnnl_primitive_execute(c->from_blocked, c->stream, 2, a);
+    }
+    if (e == dnnl_success) e = dnnl_stream_wait(c->stream);
+    team_leave(saved, c->threads);
+    if (e != dnnl_success) return pvc_fail(NULL, PV_EINTERNAL, "oneDNN convolution (%s) failed (status %d)", c->impl, (int)e);
+    return PV_OK;
+}
+
+void pvk_dnnl_conv_free(pvk_dnnl_conv *c)
+{
+    if (!c) return;
+    if (c->conv) dnnl_primitive_destroy(c->conv);
+    if (c->to_blocked) dnnl_primitive_destroy(c->to_blocked);
+    if (c->from_blocked) dnnl_primitive_destroy(c->from_blocked);
+    if (c->xb && c->xb != c->x) dnnl_memory_destroy(c->xb);
+    if (c->yb && c->yb != c->y) dnnl_memory_destroy(c->yb);
+    dnnl_memory_t mems[] = { c->x, c->y, c->w, c->b, c->scratch };
+    for (size_t i = 0; i < PVC_COUNTOF(mems); i++) if (mems[i]) dnnl_memory_destroy(mems[i]);
+    if (c->stream) dnnl_stream_destroy(c->stream);
+    pvc_free_aligned(c->weights);
+    pvc_free(c);
+}
+
+const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c) { return c ? c->impl : "none"; }
+
+#else /* no oneDNN in this build: every convolution takes perceive's own path */
+
+pvk_dnnl_mode pvk_dnnl_conv_pick(const pvk_dnnl_conv_desc *d) { (void)d; return PVK_DNNL_OFF; }
+
+bool pvk_dnnl_available(void) { return false; }
+
+pv_status pvk_dnnl_conv_create(const pvk_dnnl_conv_desc *d, const float *w, int threads,
+                               pvk_dnnl_mode mode, pvk_dnnl_conv **out, size_t *workspace,
+                               pvc_msg *msg)
+{
+    (void)d; (void)w; (void)threads; (void)mode; (void)msg;
+    *out = NULL;
+    *workspace = 0;
+    return PV_OK;
+}
+
+pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias, float *y, void *ws)
+{
+    (void)c; (void)x; (void)bias; (void)y; (void)ws;
+    return pvc_fail(NULL, PV_EINTERNAL, "oneDNN is not built into this binary");
+}
+
+void pvk_dnnl_conv_free(pvk_dnnl_conv *c) { (void)c; }
+
+const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c) { (void)c; return "none"; }
+
+#endif

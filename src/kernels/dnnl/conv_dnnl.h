@@ -1,0 +1,60 @@
+/* Convolution through oneDNN (libdnnl): the fast twin of the im2col + GEMM path of
+ * graph/ops/conv.c, which stays as the reference and as the fallback for everything this one
+ * declines. Lifecycle: create at plan time (primitive made, weights reordered once into the
+ * primitive's layout and owned by the object), run per call (allocates nothing: scratchpad and
+ * any layout buffers live in the caller's workspace), free when the plan goes.
+ * Built with PV_HAVE_DNNL only; without it create always declines. */
+#ifndef PVK_DNNL_CONV_DNNL_H
+#define PVK_DNNL_CONV_DNNL_H
+
+#include "kernels/kernels.h"
+
+typedef struct pvk_dnnl_conv pvk_dnnl_conv;
+
+/* One f32 convolution, dims in ONNX order: X [batch, cin, in...], W [cout, cin/group, k...],
+ * Y [batch, cout, out...]; the first nsp entries of the spatial arrays are used. dil >= 1
+ * (ONNX meaning). Pads may differ per side.
+ * transposed: ConvTranspose instead, W [cin, cout/group, k...]; out = (in - 1) * stride +
+ * (k - 1) * dil + 1 - pad_begin - pad_end, so output_padding / output_shape arrive folded into
+ * pad_end (negative pad_end: declined). */
+typedef struct pvk_dnnl_conv_desc {
+    bool    transposed;
+    int     nsp;                      /* 1..3 */
+    int64_t batch, cin, cout, group;
+    int64_t in[3], out[3], k[3], stride[3], dil[3], pad_begin[3], pad_end[3];
+    bool    bias;                     /* B [cout] given at run */
+    pvg_act act;                      /* fused activation, applied in the primitive */
+} pvk_dnnl_conv_desc;
+
+/* Where a convolution runs. NCHW: the primitive reads and writes perceive's NCHW tensors
+ * directly. BLOCKED: the primitive picks its layouts (nhwc / nChw16c) and run reorders X and Y
+ * through the workspace; the JIT direct kernels (brgconv) need it. */
+typedef enum { PVK_DNNL_OFF = 0, PVK_DNNL_AUTO, PVK_DNNL_NCHW, PVK_DNNL_BLOCKED } pvk_dnnl_mode;
+
+/* True when this binary is linked with oneDNN. */
+bool pvk_dnnl_available(void);
+/* From the environment, read at each call (tests and benches switch it in-process):
+ * PERCEIVE_DNNL=0 off, unset or 1 AUTO (the shape table in conv_dnnl.c decides between im2col,
+ * NCHW and BLOCKED), nchw / blocked force that layout wherever oneDNN can run the shape.
+ * Always OFF without oneDNN. */
+pvk_dnnl_mode pvk_dnnl_mode_get(void);
+
+/* What AUTO chooses for d by the measured table (OFF = perceive's im2col path). */
+pvk_dnnl_mode pvk_dnnl_conv_pick(const pvk_dnnl_conv_desc *d);
+
+/* Makes the primitive for d, w: the constant weights in ONNX layout. threads: the team size run
+ * will use (oneDNN fixes it at creation; <= 0 means pvc_default_threads()). *out = NULL with
+ * PV_OK when declined (mode OFF, the table prefers im2col, an activation or shape oneDNN cannot
+ * take, or oneDNN has only its reference implementation): the caller uses its own kernel.
+ * PV_ENOMEM when an allocation fails. *workspace: bytes run needs (64-byte aligned). */
+pv_status pvk_dnnl_conv_create(const pvk_dnnl_conv_desc *d, const float *w, int threads,
+                               pvk_dnnl_mode mode, pvk_dnnl_conv **out, size_t *workspace,
+                               pvc_msg *msg);
+/* y = act(conv(x, w) + bias); bias may be NULL when d->bias was false. ws: *workspace bytes,
+ * 64-byte aligned. One call at a time per object. */
+pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias, float *y, void *ws);
+void      pvk_dnnl_conv_free(pvk_dnnl_conv *c);   /* accepts NULL */
+/* oneDNN's implementation name and the layout, e.g. "brgconv:avx512_core/blocked". */
+const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c);
+
+#endif

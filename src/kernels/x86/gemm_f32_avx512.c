@@ -1,0 +1,190 @@
+/* AVX-512F f32 GEMM: 12x32 micro-kernel (24 zmm accumulators, two zmm of B per k, A values
+ * broadcast from memory) and the packers that feed it; the blocking lives in
+ * gemm_f32_blocked.c. Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (this
+ * file only); called only when pvc_isa_selected() reports AVX-512. */
+#include "kernels/x86/gemm_f32.h"
+
+#include <immintrin.h>
+
+enum { MR = 12, NR = 32, NB = NR };
+
+static __mmask16 lane_mask(int n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+/* ---- micro-kernel ---------------------------------------------------------------------------- */
+
+/* rows is a compile-time constant at every call site, so the unrolled row loops keep exactly
+ * 2*rows accumulators in registers and short panels (M edges) do no wasted FMAs. */
+static inline __attribute__((always_inline)) void
+tile(const int rows, int64_t kc, const float *restrict a, const float *restrict b, float *restrict c,
+     int64_t ldc, int nr, float alpha, bool overwrite, const pvk_gemm_prefetch *pf)
+{
+    pvk_pf_cursor pfc = pvk_pf_begin(pf, kc);
+    __m512 acc0[MR], acc1[MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+        acc0[i] = acc1[i] = _mm512_setzero_ps();
+        if (i < rows) {   /* C is merged after kc steps: fetch it meanwhile */
+            _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+        }
+    }
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; i++) {
+            if (i < rows) {
+                __m512 ai = _mm512_set1_ps(a[i]);
+                acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
+                acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+            }
+        }
+        a += MR;
+        b += NR;
+        pvk_pf_step(&pfc);
+    }
+    pvk_pf_finish(&pfc);
+    __mmask16 m0 = lane_mask(nr), m1 = lane_mask(nr - 16);
+    __m512 va = _mm512_set1_ps(alpha);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+        if (i < rows) {
+            float *ci = c + i * ldc;
+            if (overwrite) {
+                _mm512_mask_storeu_ps(ci, m0, _mm512_mul_ps(va, acc0[i]));
+                _mm512_mask_storeu_ps(ci + 16, m1, _mm512_mul_ps(va, acc1[i]));
+            } else {
+                _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(va, acc0[i], _mm512_maskz_loadu_ps(m0, ci)));
+                _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(va, acc1[i], _mm512_maskz_loadu_ps(m1, ci + 16)));
+            }
+        }
+    }
+}
+
+static void pvk_f32_gemm_12x32__avx512(int64_t kc, const float *restrict a, const float *restrict b,
+                                       float *restrict c, int64_t ldc, int mr, int nr, float alpha,
+                                       bool overwrite, const pvk_gemm_prefetch *pf)
+{
+    switch (mr) {
+    case 12: tile(12, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 11: tile(11, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 10: tile(10, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 9:  tile(9, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 8:  tile(8, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 7:  tile(7, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 6:  tile(6, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 5:  tile(5, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 4:  tile(4, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 3:  tile(3, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    case 2:  tile(2, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    default: tile(1, kc, a, b, c, ldc, nr, alpha, overwrite, pf); break;
+    }
+}
+
+/* ---- packing ----------------------------------------------------------------------------------- */
+
+/* In-register transpose of a 16x16 block: r[i] lane j -> r[j] lane i. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
+{
+    __m512 t[16], u[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4g + c], per 128-bit lane l: rows 4g..4g+3 of column c + 4l. */
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g + 0], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g + 0], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);       /* columns c, c+8 of rows 0-7 */
+        __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);       /* columns c+4, c+12 */
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);  /* the same for rows 8-15 */
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+        r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        r[c + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+        r[c + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        r[c + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
+}
+
+/* Loads `rows` (<= 16) rows of w (<= 16) floats, ld apart, as 16 vectors (the rest zero),
+ * transposes them, and stores vector t (t < w) at dst + t * dstride under mask m. */
+static inline __attribute__((always_inline)) void
+transpose_rows(const float *src, int64_t ld, int rows, int w, float *dst, int64_t dstride, __mmask16 m)
+{
+    __m512 r[16];
+    __mmask16 lm = lane_mask(w);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_maskz_loadu_ps(lm, src + i * ld) : _mm512_setzero_ps();
+    transpose16(r);
+    if (w == 16) {
+#pragma GCC unroll 16
+        for (int t = 0; t < 16; t++) _mm512_mask_storeu_ps(dst + t * dstride, m, r[t]);
+    } else {
+        for (int t = 0; t < w; t++) _mm512_mask_storeu_ps(dst + t * dstride, m, r[t]);
+    }
+}
+
+static void pack_a(const float *A, int64_t lda, bool trans, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
+                   float *restrict dst)
+{
+    for (int64_t p = 0; p < mc; p += MR, dst += MR * kc) {
+        int rows = (int)PVC_MIN(MR, mc - p);
+        if (trans) {   /* op(A) column k is a contiguous run of row k0+k of A */
+            __mmask16 m = lane_mask(rows);
+            const float *src = A + k0 * lda + m0 + p;
+            for (int64_t k = 0; k < kc; k++)
+                _mm512_mask_storeu_ps(dst + k * MR, 0x0fff, _mm512_maskz_loadu_ps(m, src + k * lda));
+        } else {       /* rows of A are runs along k: transpose 16 k at a time */
+            const float *src = A + (m0 + p) * lda + k0;
+            for (int64_t k = 0; k < kc; k += 16)
+                transpose_rows(src + k, lda, rows, (int)PVC_MIN(16, kc - k), dst + k * MR, MR, 0x0fff);
+        }
+    }
+}
+
+static void pack_b(const float *B, int64_t ldb, bool trans, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                   float *restrict dst)
+{
+    int full = (int)(nc / NR), rem = (int)(nc % NR);
+    if (!trans) {      /* row by row across all the panels: one long run per row of B */
+        __mmask16 m0 = lane_mask(rem), m1 = lane_mask(rem - 16);
+        const float *src = B + k0 * ldb + n0;
+        for (int64_t k = 0; k < kc; k++, src += ldb) {
+            float *d = dst + k * NR;
+            for (int q = 0; q < full; q++, d += NR * kc) {
+                _mm512_store_ps(d, _mm512_loadu_ps(src + q * NR));
+                _mm512_store_ps(d + 16, _mm512_loadu_ps(src + q * NR + 16));
+            }
+            if (rem) {
+                _mm512_store_ps(d, _mm512_maskz_loadu_ps(m0, src + full * NR));
+                _mm512_store_ps(d + 16, _mm512_maskz_loadu_ps(m1, src + full * NR + 16));
+            }
+        }
+    } else {           /* rows of B are the panels' columns: transpose 16 columns x 16 k at a time */
+        for (int q = 0; q * NR < nc; q++, dst += NR * kc) {
+            const float *src = B + (n0 + q * NR) * ldb + k0;
+            int cols = (int)PVC_MIN(NR, nc - q * NR), lo = PVC_MIN(16, cols), hi = PVC_MAX(0, cols - 16);
+            for (int64_t k = 0; k < kc; k += 16) {
+                int w = (int)PVC_MIN(16, kc - k);
+                transpose_rows(src + k, ldb, lo, w, dst + k * NR, NR, 0xffff);
+                transpose_rows(hi ? src + 16 * ldb + k : src, ldb, hi, w, dst + k * NR + 16, NR, 0xffff);
+            }
+        }
+    }
+}
+
+static const pvk_gemm_ukernel ukernel = { MR, NR, 192, 256, NB, pack_a, pack_b, pvk_f32_gemm_12x32__avx512 };
+
+void pvk_gemm_f32_avx512(pvc_pool *pool, int64_t M, int64_t N, int64_t K,
+                         const float *A, int64_t lda, bool trans_a,
+                         const float *B, int64_t ldb, bool trans_b,
+                         float *C, int64_t ldc, float alpha, float beta)
+{
+    pvk_gemm_f32_blocked(&ukernel, pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, C, ldc, alpha, beta);
+}
