@@ -72,7 +72,7 @@ int       pvc_default_threads(void);   /* PERCEIVE_THREADS or the number of onli
 
 /* ---- cpu ---------------------------------------------------------------------------------- */
 typedef struct pvc_cpu {
-    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512_bf16, avx512_vnni;
+    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, avx512_vnni;
     char brand[64];
 } pvc_cpu;
 const pvc_cpu *pvc_cpu_get(void);

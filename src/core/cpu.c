@@ -35,6 +35,7 @@ static void detect(void)
             cpu.avx2 = ymm && (b & (1u << 5));
             cpu.avx512f = zmm && (b & (1u << 16));
             cpu.avx512bw = zmm && (b & (1u << 30));
+            cpu.avx512dq = zmm && (b & (1u << 17));
             cpu.avx512vl = zmm && (b & (1u << 31));
             cpu.avx512_vnni = zmm && (c & (1u << 11));
         }
@@ -48,7 +49,7 @@ static void detect(void)
         cpu.brand[sizeof cpu.brand - 1] = 0;
     }
 #endif
-    isa = (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.fma) ? PVC_ISA_AVX512
+    isa = (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.fma) ? PVC_ISA_AVX512
         : (cpu.avx2 && cpu.fma) ? PVC_ISA_AVX2 : PVC_ISA_SCALAR;
     const char *env = getenv("PERCEIVE_ISA");
     if (env) {

@@ -4,6 +4,8 @@
  * four transposes, row strides larger than the rows, alpha != 1 and beta 0/1, inline and on
  * pools of 2 and 3 threads. C starts as NaN when beta = 0 (it must not be read) and every C
  * buffer has guard floats after it and in the stride gaps that must come back untouched.
+ * Also: K = 0 and empty M/N, bit-identical results across thread counts, and room for the
+ * on-stack packing buffers (pool workers' stacks; a thread with a 512 KiB stack).
  *
  * Tolerance (one bound for the whole file): |variant - ref| <= 1e-5 * K * max|A| * max|B| *
  * |alpha| + 1e-6 * |C_in|. Both sides round each of the K products and partial sums once

@@ -17,10 +17,12 @@
  * bytes as B itself.
  *
  * Work split: C is cut into M blocks of at most uk->mc rows; the (M block, NR panel) units are
- * laid out M-block-major and cut into one contiguous slice per thread, so every thread gets the
- * same number of panels (within one) and packs each A block at most once per K slice and
- * chunk. Threads write disjoint parts of C; the K summation order (slices of kc, each in k
- * order) does not depend on the thread count, so results are bit-identical across pools.
+ * laid out M-block-major and cut into equal slices, a multiple of the thread count and at least
+ * SLICE_MIN_COLS wide, that the pool hands out dynamically (on a shared box one thread is often
+ * slowed by a neighbour: equal static halves left the other waiting). A thread packs each A
+ * block once per K slice and C chunk of the run of slices it takes. Threads write disjoint
+ * parts of C; the K summation order (slices of kc, each in k order) does not depend on the
+ * thread count, so results are bit-identical across pools.
  *
  * Packing buffers live on the stack of whichever thread runs the slice: 280 KiB
  * (PVK_GEMM_APACK_FLOATS + PVK_GEMM_BPACK_FLOATS floats). Thread-local static storage was
@@ -35,7 +37,10 @@
 #include <assert.h>
 #include <string.h>
 
-enum { C_CHUNK_BYTES = 512 * 1024 };   /* of the 2 MiB L2: C chunk + A block + B panels + slack */
+enum {
+    C_CHUNK_BYTES = 512 * 1024,   /* of the 2 MiB L2: C chunk + A block + B panels + slack */
+    SLICE_MIN_COLS = 512,         /* A packing is ~2% of a slice's time at this width */
+};
 
 typedef struct blk_job {
     const pvk_gemm_ukernel *uk;
@@ -139,6 +144,7 @@ static void gemm_piece(const blk_job *j, int64_t m0, int64_t mc, int64_t n0, int
     }
 }
 
+/* Slices [begin, end): their units form one contiguous run, done as one piece per M block. */
 static void gemm_slices(void *ctx, int64_t begin, int64_t end, int tid)
 {
     const blk_job *j = ctx;
@@ -146,14 +152,12 @@ static void gemm_slices(void *ctx, int64_t begin, int64_t end, int tid)
     _Alignas(64) float apack[PVK_GEMM_APACK_FLOATS];
     _Alignas(64) float bpack[PVK_GEMM_BPACK_FLOATS];
     int64_t units = j->nmb * j->npan, nr = j->uk->nr;
-    for (int64_t s = begin; s < end; s++) {
-        int64_t u = units * s / j->slices, ue = units * (s + 1) / j->slices;
-        while (u < ue) {   /* one piece per M block the slice touches */
-            int64_t mb = u / j->npan, p0 = u % j->npan, p1 = PVC_MIN(j->npan, p0 + (ue - u));
-            int64_t m0 = mb * j->mcb;
-            gemm_piece(j, m0, PVC_MIN(j->mcb, j->M - m0), p0 * nr, PVC_MIN(p1 * nr, j->N), apack, bpack);
-            u += p1 - p0;
-        }
+    int64_t u = units * begin / j->slices, ue = units * end / j->slices;
+    while (u < ue) {
+        int64_t mb = u / j->npan, p0 = u % j->npan, p1 = PVC_MIN(j->npan, p0 + (ue - u));
+        int64_t m0 = mb * j->mcb;
+        gemm_piece(j, m0, PVC_MIN(j->mcb, j->M - m0), p0 * nr, PVC_MIN(p1 * nr, j->N), apack, bpack);
+        u += p1 - p0;
     }
 }
 
@@ -183,6 +187,11 @@ void pvk_gemm_f32_blocked(const pvk_gemm_ukernel *uk, pvc_pool *pool, int64_t M,
     j.kc = ((K + nks - 1) / nks + 7) / 8 * 8;
     /* Below ~8 MFLOP (~25 us on one AVX-512 core) waking the pool costs about what it saves. */
     if ((double)M * (double)N * (double)K < 4e6) pool = NULL;
-    j.slices = PVC_MIN(pvc_pool_threads(pool), j.nmb * j.npan);
+    /* Slices: a multiple of the thread count, each at least SLICE_MIN_COLS wide (every slice
+     * packs its own A blocks), handed out dynamically by the pool so a thread slowed by a
+     * neighbour takes fewer. One thread: one slice. */
+    int64_t threads = pvc_pool_threads(pool), units = j.nmb * j.npan;
+    int64_t per_thread = units / (threads * PVC_MAX(1, SLICE_MIN_COLS / uk->nr));
+    j.slices = PVC_MIN(units, threads * PVC_MAX(1, PVC_MIN(per_thread, 16)));
     pvc_parallel_for(pool, j.slices, 1, gemm_slices, &j);
 }
