@@ -142,9 +142,7 @@ static pv_status convt_run_f32(const pvg_exec *x)
 static pv_status convt_run(const pvg_exec *x)
 {
     const convt_params *c = x->params;
-    if (c->dnnl)
-        return pvk_dnnl_conv_run(c->dnnl, x->in[0].data, x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL,
-                                 x->out[0].data, x->ws);
+    if (c->dnnl) return pvk_dnnl_conv_exec(c->dnnl, x);
     return pvg_lowp_needed(x) ? pvg_lowp_run(x, convt_run_f32) : convt_run_f32(x);
 }
 

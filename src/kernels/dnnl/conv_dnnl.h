@@ -54,6 +54,12 @@ pv_status pvk_dnnl_conv_create(const pvk_dnnl_conv_desc *d, const float *w, int 
  * 64-byte aligned. One call at a time per object. */
 pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias, float *y, void *ws);
 void      pvk_dnnl_conv_free(pvk_dnnl_conv *c);   /* accepts NULL */
+/* pvk_dnnl_conv_run on a Conv/ConvTranspose node: X = in[0], optional B = in[2], Y = out[0]. */
+static inline pv_status pvk_dnnl_conv_exec(pvk_dnnl_conv *c, const pvg_exec *x)
+{
+    const float *bias = x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL;
+    return pvk_dnnl_conv_run(c, x->in[0].data, bias, x->out[0].data, x->ws);
+}
 /* oneDNN's implementation name and the layout, e.g. "brgconv:avx512_core/blocked". */
 const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c);
 
