@@ -131,6 +131,101 @@ void        pv_graph_close(pv_graph *g);   /* accepts NULL */
  * than ext_threshold bytes go to OUT.data as external data. Deterministic for a seed. */
 pv_status pv_onnx_fill(const char *in_path, const char *out_path, uint64_t seed, size_t ext_threshold);
 
+/* ---- models ------------------------------------------------------------------------------- */
+/* A model bundle ("bevfusion"): its artifacts, pre-processing, planned graph(s) and
+ * post-processing behind one handle. Example (a lidar file in, objects out):
+ *
+ *     pv_model *m = NULL;
+ *     pv_model_options mo = { .threads = 2 };
+ *     if (pv_model_open("bevfusion", &mo, &m) != PV_OK) { fprintf(stderr, "%s\n", pv_last_error()); return 1; }
+ *     pv_input in = { .name = "points", .format = "pcd", .data = bytes, .len = nbytes };
+ *     pv_param p[] = { { "score_threshold", "0.3" } };
+ *     pv_result *r = NULL;
+ *     if (pv_model_run(m, &in, 1, p, 1, &r) != PV_OK) fprintf(stderr, "%s\n", pv_model_errmsg(m));
+ *     else {
+ *         const pv_object3d *o;
+ *         int n = pv_result_objects3d(r, &o);
+ *         for (int i = 0; i < n; i++) printf("%u %.2f\n", o[i].label, o[i].existence_probability);
+ *         fputs(pv_result_json(r), stdout);
+ *         pv_result_free(r);
+ *     }
+ *     pv_model_close(m);
+ */
+typedef struct pv_model pv_model;
+typedef struct pv_result pv_result;
+
+typedef struct pv_model_options {
+    int         threads;      /* 0: all cores (or PERCEIVE_THREADS) */
+    const char *weights_dir;  /* NULL: PERCEIVE_WEIGHTS_DIR, then the Hugging Face cache */
+    int         strict;       /* 1: refuse to fall back to generated weights (PV_ENOWEIGHTS) */
+} pv_model_options;
+
+/* Resolves and verifies the model's artifacts, builds and plans it, runs one warm-up frame.
+ * Without the release artifacts (and without strict) a model with the release's structure and
+ * seeded random weights is generated into the cache on first use; results then say
+ * "weights": "generated". */
+pv_status pv_model_open(const char *name, const pv_model_options *opt, pv_model **out);
+
+/* Writes the artifacts perceive generates when the release is absent (the release's file
+ * names and structure, seeded random weights) into dir, e.g. for reference tools. */
+pv_status pv_model_generate(const char *name, const char *dir);
+
+/* One input item: an encoded file ("pcd", "npy", "npz", "kitti", "nuscenes", "f16x5", or "auto"
+ * to sniff) or raw little-endian float32 rows ("f32", ncols floats per point). Names: "points"
+ * (the current cloud; required) and, for bevfusion's stateless densification, "sweep" items in
+ * order (their time lag and pose come from the params sweep.<i>.time_lag_s and
+ * sweep.<i>.T_current_from_sweep). data is borrowed for the call. */
+typedef struct pv_input {
+    const char *name;
+    const char *format;
+    const void *data;
+    size_t      len;          /* bytes */
+    int         ncols;        /* "f32" only */
+    const char *array;        /* "npz": the array to read (NULL: "points") */
+} pv_input;
+
+/* Runtime parameters as text key/value pairs (the same keys `--param k=v` and the server take;
+ * see the README). Unknown keys and bad values are PV_EINPUT naming them. */
+typedef struct pv_param { const char *key, *value; } pv_param;
+
+pv_status pv_model_run(pv_model *m, const pv_input *in, int n_in, const pv_param *params, int n_params,
+                       pv_result **out);
+
+/* autoware_perception_msgs/DetectedObject, as the Autoware lidar detectors fill it. */
+typedef struct pv_object3d {
+    uint8_t label;                    /* ObjectClassification label: UNKNOWN 0, CAR 1, TRUCK 2, BUS 3,
+                                         TRAILER 4, MOTORCYCLE 5, BICYCLE 6, PEDESTRIAN 7 */
+    uint8_t orientation_availability; /* 0 UNAVAILABLE, 1 SIGN_UNKNOWN, 2 AVAILABLE */
+    uint8_t shape_type;               /* 0 BOUNDING_BOX */
+    float   existence_probability;    /* the detection score */
+    float   position[3];              /* box centre (m), in the input cloud's frame */
+    float   orientation[4];           /* quaternion x, y, z, w */
+    float   yaw;                      /* rad, counter-clockwise from +x */
+    float   dimensions[3];            /* length, width, height (m) */
+    float   velocity[2];              /* decoded vx, vy (m/s); not published by Autoware */
+    int32_t class_index;              /* the network's class */
+    int32_t proposal;                 /* the network's proposal index */
+} pv_object3d;
+
+/* The result's objects (valid until pv_result_free); returns their count. */
+int         pv_result_objects3d(const pv_result *r, const pv_object3d **objs);
+/* The result as JSON: objects, meta, timing_ms. pv_result_json_stable leaves timing_ms out,
+ * so the same input gives the same bytes. */
+const char *pv_result_json(const pv_result *r);
+const char *pv_result_json_stable(const pv_result *r);
+/* Stage times of the run (ms). */
+typedef struct pv_timing { double decode, preprocess, engine, postprocess, wait, total; } pv_timing;
+void        pv_result_timing(const pv_result *r, pv_timing *t);
+/* A bird's-eye-view PNG of the input points and the objects (pvc-allocated, free with
+ * pv_free); title says when the weights are generated. */
+pv_status   pv_result_png(const pv_result *r, int width_px, void **png, size_t *len);
+void        pv_result_free(pv_result *r);    /* accepts NULL */
+void        pv_free(void *p);                /* memory perceive handed out */
+
+const char *pv_model_errmsg(const pv_model *m);   /* message of this thread's last failure on m */
+const char *pv_model_info_json(pv_model *m);      /* name, weights, artifacts + sha256, plans, isa */
+void        pv_model_close(pv_model *m);          /* accepts NULL */
+
 /* Name of the instruction set the kernels were picked for ("avx512", "avx2", "scalar"). */
 const char *pv_isa(void);
 

@@ -6,8 +6,10 @@
  *   perceive onnx fill IN.onnx OUT.onnx [--seed S] [--external-threshold BYTES]
  *   perceive onnx info FILE.onnx
  *   perceive version
+ * and the model commands of cli_model.c (models, info, run).
  */
 #include "perceive.h"
+#include "cli.h"
 #include "io/io.h"
 
 #include <errno.h>
@@ -23,6 +25,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage:\n"
+            "  perceive models\n"
+            "  perceive info MODEL [--weights DIR] [--strict]\n"
+            "  perceive gen MODEL DIR\n"
+            "  perceive run MODEL FILE [--sweep FILE]... [--format F] [--json F|-] [--png F] [--param k=v]...\n"
+            "               [--weights DIR] [--strict] [--threads N] [--quiet]\n"
             "  perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--no-fuse]\n"
             "  perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer] [--no-fuse]\n"
             "  perceive onnx fill IN.onnx OUT.onnx [--seed S] [--external-threshold BYTES]\n"
@@ -39,19 +46,6 @@ typedef struct opts {
     int npos;
 } opts;
 
-static int parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || !end || *end || x < lo || x > hi) {
-        fprintf(stderr, "perceive: %s: '%s' is not an integer in [%lld, %lld]\n", flag, v, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 static int parse_opts(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -67,10 +61,10 @@ static int parse_opts(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--json") && has_val) o->json = argv[++i];
         else if (!strcmp(a, "--no-peer")) o->no_peer = 1;
         else if (!strcmp(a, "--no-fuse")) o->no_fuse = 1;
-        else if (!strcmp(a, "--threads") && has_val) { if (parse_int(a, argv[++i], 1, 1024, &v)) return -1; o->threads = (int)v; }
-        else if (!strcmp(a, "--iters") && has_val) { if (parse_int(a, argv[++i], 1, 1000000, &v)) return -1; o->iters = (int)v; }
-        else if (!strcmp(a, "--seed") && has_val) { if (parse_int(a, argv[++i], 0, LLONG_MAX, &v)) return -1; o->seed = (unsigned long long)v; }
-        else if (!strcmp(a, "--external-threshold") && has_val) { if (parse_int(a, argv[++i], 0, LLONG_MAX, &v)) return -1; o->ext_threshold = v; }
+        else if (!strcmp(a, "--threads") && has_val) { if (cli_parse_int(a, argv[++i], 1, 1024, &v)) return -1; o->threads = (int)v; }
+        else if (!strcmp(a, "--iters") && has_val) { if (cli_parse_int(a, argv[++i], 1, 1000000, &v)) return -1; o->iters = (int)v; }
+        else if (!strcmp(a, "--seed") && has_val) { if (cli_parse_int(a, argv[++i], 0, LLONG_MAX, &v)) return -1; o->seed = (unsigned long long)v; }
+        else if (!strcmp(a, "--external-threshold") && has_val) { if (cli_parse_int(a, argv[++i], 0, LLONG_MAX, &v)) return -1; o->ext_threshold = v; }
         else if (a[0] == '-' && a[1] == '-') { fprintf(stderr, "perceive: unknown option or missing value: %s\n", a); return -1; }
         else if (o->npos < 4) o->pos[o->npos++] = a;
         else { fprintf(stderr, "perceive: too many arguments: %s\n", a); return -1; }
@@ -335,6 +329,10 @@ int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { usage(argc < 2 ? stderr : stdout); return argc < 2 ? 2 : 0; }
     if (!strcmp(argv[1], "version")) { printf("perceive %s (isa %s)\n", PV_VERSION, pv_isa()); return 0; }
+    if (!strcmp(argv[1], "models")) return cli_models();
+    if (!strcmp(argv[1], "info")) return cli_info(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "run")) return cli_run(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "gen")) return cli_gen(argc - 2, argv + 2);
     if (strcmp(argv[1], "onnx") || argc < 3) { usage(stderr); return 2; }
     opts o;
     if (parse_opts(argc - 3, argv + 3, &o)) return 2;

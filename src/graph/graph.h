@@ -13,6 +13,8 @@
 
 #include "core/core.h"
 
+#include <stdio.h>
+
 /* ---- IR ----------------------------------------------------------------------------------- */
 typedef enum {
     PVG_ATTR_UNDEF = 0, PVG_ATTR_FLOAT, PVG_ATTR_INT, PVG_ATTR_STRING, PVG_ATTR_TENSOR,
@@ -85,6 +87,12 @@ pv_status pvg_graph_load_onnx(const void *buf, size_t len, const char *base_dir,
 pv_status pvg_graph_bind_ops(pvg_graph *g);
 /* Topological order of live nodes into order (nnodes capacity); cycle -> PV_EFORMAT. */
 pv_status pvg_graph_toposort(pvg_graph *g, int *order, int *norder);
+
+/* Keeps only what computes `outs` from `ins` (and constants): those values become the graph's
+ * inputs (their producers cut off) and outputs, every other node is marked dead. A needed
+ * value that is neither computed nor given is PV_EFORMAT naming it. Values keep their
+ * declared shapes; plan with explicit input descriptors. */
+pv_status pvg_graph_cut(pvg_graph *g, const int *ins, int nin, const int *outs, int nout);
 
 /* ---- operators ---------------------------------------------------------------------------- */
 #define PVG_PARAMS_BYTES 1024
@@ -217,5 +225,7 @@ typedef struct pvg_plan_info {
 } pvg_plan_info;
 void pvg_plan_info_get(const pvg_plan *p, pvg_plan_info *info);
 const pvc_tensor *pvg_plan_value(const pvg_plan *p, int v);
+/* With PERCEIVE_PROFILE set, plans time each node; this prints the per-op-type split. */
+void pvg_plan_profile_print(const pvg_plan *p, FILE *f, const char *title);
 
 #endif

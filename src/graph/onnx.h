@@ -17,6 +17,10 @@ typedef struct pvg_fill_stats { int filled; int64_t elements; int external; } pv
 pv_status pvg_onnx_fill(const char *in_path, const char *out_path, uint64_t seed,
                         size_t ext_threshold, pvg_fill_stats *st, pvc_msg *msg);
 
+/* The same from a serialized model in memory (in_name is used in messages only). */
+pv_status pvg_onnx_fill_buffer(const void *buf, size_t len, const char *in_name, const char *out_path,
+                               uint64_t seed, size_t ext_threshold, pvg_fill_stats *st, pvc_msg *msg);
+
 /* Reads a whole file into a pvc_malloc'ed buffer (NUL-terminated, length excludes it). */
 pv_status pvg_read_file(const char *path, void **buf, size_t *len, pvc_msg *msg);
 

@@ -3,11 +3,13 @@
  * activations neither vanish nor explode: weights U(-a, a) with a = sqrt(3 / fan_in) (unit
  * gain), biases and shifts small, normalization scales near 1, variances in [0.5, 1.5].
  * Each tensor's stream is seeded from (seed, tensor name), so the values do not depend on the
- * order of the file. */
+ * order of the file. A tensor whose doc_string reads "fill=uniform:LO:HI" takes that range
+ * instead (generators that know the architecture, e.g. tools/gen/bevfusion_gen.py, set it). */
 #include "graph/onnx.h"
 #include "onnx.pb-c.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,6 +134,17 @@ static pv_status fill_tensor(fill_ctx *c, Onnx__TensorProto *t, const char *name
     uint8_t *buf = pvc_malloc(nb);
     if (!buf) return pvc_fail(c->msg, PV_ENOMEM, "out of memory filling '%s'", name);
     range r = pick_range(c->g, name, t->dims, t->n_dims);
+    if (t->doc_string && !strncmp(t->doc_string, "fill=uniform:", 13)) {
+        char *end = NULL;
+        float lo = strtof(t->doc_string + 13, &end), hi = lo;
+        if (end && *end == ':') hi = strtof(end + 1, &end);
+        if (!end || *end || !isfinite(lo) || !isfinite(hi) || lo > hi) {
+            pvc_free(buf);
+            return pvc_fail(c->msg, PV_EFORMAT, "tensor '%s': bad fill hint '%s' (want fill=uniform:LO:HI)",
+                            name, t->doc_string);
+        }
+        r = (range){ lo, hi };
+    }
     uint64_t s = c->seed * 0x9e3779b97f4a7c15ull;
     for (const char *p = name; *p; p++) s = (s ^ (unsigned char)*p) * 1099511628211ull;
     for (int64_t i = 0; i < numel; i++) {
@@ -178,15 +191,23 @@ static pv_status fill_tensor(fill_ctx *c, Onnx__TensorProto *t, const char *name
 pv_status pvg_onnx_fill(const char *in_path, const char *out_path, uint64_t seed, size_t ext_threshold,
                         pvg_fill_stats *st, pvc_msg *msg)
 {
-    pvg_fill_stats local;
-    if (!st) st = &local;
-    memset(st, 0, sizeof *st);
     void *buf = NULL;
     size_t len = 0;
     pv_status s = pvg_read_file(in_path, &buf, &len, msg);
     if (s != PV_OK) return s;
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&pb_allocator, len, buf);
+    s = pvg_onnx_fill_buffer(buf, len, in_path, out_path, seed, ext_threshold, st, msg);
     pvc_free(buf);
+    return s;
+}
+
+pv_status pvg_onnx_fill_buffer(const void *buf, size_t len, const char *in_path, const char *out_path,
+                               uint64_t seed, size_t ext_threshold, pvg_fill_stats *st, pvc_msg *msg)
+{
+    pvg_fill_stats local;
+    if (!st) st = &local;
+    memset(st, 0, sizeof *st);
+    pv_status s = PV_OK;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&pb_allocator, len, buf);
     if (!mp || !mp->graph) {
         if (mp) onnx__model_proto__free_unpacked(mp, &pb_allocator);
         return pvc_fail(msg, PV_EFORMAT, "%s: not a valid ONNX model", in_path);

@@ -6,6 +6,7 @@
 #include "graph/plan_impl.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ALIGN 64
@@ -130,6 +131,7 @@ void pvg_plan_free(pvg_plan *p)
     pvc_free(p->xout);
     pvc_free_aligned(p->arena);
     pvc_free_aligned(p->ws);
+    pvc_free(p->prof_ms);
     pvc_free(p);
 }
 
@@ -137,6 +139,14 @@ static pv_status check_input(pvg_graph *g, int idx, const pvc_tensor *t, pvc_msg
 {
     const pvg_value *v = &g->values[g->inputs[idx]];
     char a[96], b[96];
+    if (v->decl.rank < 0) {   /* an input made by pvg_graph_cut from an undeclared value */
+        int64_t numel = 1;
+        if (t->rank < 0 || t->rank > PV_MAX_RANK) return pvc_fail(msg, PV_EINPUT, "input '%s': rank %d", v->name, t->rank);
+        for (int k = 0; k < t->rank; k++)
+            if (t->dims[k] < 0 || pvc_mul_overflow(numel, t->dims[k], &numel) || (size_t)numel > MAX_VALUE_BYTES)
+                return pvc_fail(msg, PV_EINPUT, "input '%s': shape %s is invalid or too large", v->name, pvc_shape_str(t, a, sizeof a));
+        return PV_OK;
+    }
     if (t->dtype != v->decl.dtype)
         return pvc_fail(msg, PV_EINPUT, "input '%s': dtype %s, the graph declares %s", v->name, pv_dtype_name(t->dtype), pv_dtype_name(v->decl.dtype));
     if (t->rank != v->decl.rank)
@@ -374,6 +384,8 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
     }
     for (int v = 0; v < nv; v++)
         if (p->offset[v] != SIZE_MAX && !p->vals[v].data) p->vals[v].data = (char *)p->arena + p->offset[v];
+    const char *prof = getenv("PERCEIVE_PROFILE");
+    if (prof && *prof && strcmp(prof, "0")) p->prof_ms = pvc_calloc((size_t)p->norder + 1, sizeof *p->prof_ms);
     pvc_free(topo);
     *out = p;
     return PV_OK;
@@ -407,7 +419,9 @@ pv_status pvg_plan_run(pvg_plan *p, const pvc_tensor *inputs, pvc_pool *pool, pv
         }
         if (!n->op->run) continue;          /* views: bytes already shared */
         pvg_exec x = { n, p->params + (size_t)p->order[s] * PVG_PARAMS_BYTES, p->xin, n->nin, p->xout, n->nout, p->ws, pool };
+        double t0 = p->prof_ms ? pvc_now_ms() : 0.0;
         pv_status st = n->op->run(&x);
+        if (p->prof_ms) p->prof_ms[s] += pvc_now_ms() - t0;
         if (st != PV_OK) {
             const char *why = pv_last_error();
             return pvc_fail(&g->msg, st, "node '%s' (%s): %s", n->name, n->op_type, why && *why ? why : pv_status_str(st));
@@ -417,7 +431,38 @@ pv_status pvg_plan_run(pvg_plan *p, const pvc_tensor *inputs, pvc_pool *pool, pv
         outputs[i] = p->vals[g->outputs[i]];
         outputs[i].name = g->values[g->outputs[i]].name;
     }
+    if (p->prof_ms) p->prof_runs++;
     return PV_OK;
+}
+
+/* PERCEIVE_PROFILE: per-op-type time of this plan's runs, slowest first, to f. */
+void pvg_plan_profile_print(const pvg_plan *p, FILE *f, const char *title)
+{
+    if (!p || !p->prof_ms || !p->prof_runs) return;
+    const pvg_graph *g = p->g;
+    enum { MAXT = 128 };
+    const char *type[MAXT];
+    double ms[MAXT];
+    int cnt[MAXT], nt = 0;
+    double total = 0;
+    for (int s = 0; s < p->norder; s++) {
+        const pvg_node *n = &g->nodes[p->order[s]];
+        int k = 0;
+        while (k < nt && strcmp(type[k], n->op_type)) k++;
+        if (k == nt) { if (nt == MAXT) continue; type[nt] = n->op_type; ms[nt] = 0; cnt[nt] = 0; nt++; }
+        ms[k] += p->prof_ms[s] / p->prof_runs;
+        cnt[k]++;
+        total += p->prof_ms[s] / p->prof_runs;
+    }
+    fprintf(f, "profile %s: %.2f ms per run over %d runs\n", title ? title : "", total, p->prof_runs);
+    for (int i = 0; i < nt; i++) {
+        int b = i;
+        for (int k = i + 1; k < nt; k++) if (ms[k] > ms[b]) b = k;
+        const char *tt = type[i]; double tm = ms[i]; int tc = cnt[i];
+        type[i] = type[b]; ms[i] = ms[b]; cnt[i] = cnt[b];
+        type[b] = tt; ms[b] = tm; cnt[b] = tc;
+        fprintf(f, "  %-24s %5d nodes %10.2f ms %5.1f%%\n", type[i], cnt[i], ms[i], total > 0 ? 100 * ms[i] / total : 0);
+    }
 }
 
 void pvg_plan_info_get(const pvg_plan *p, pvg_plan_info *info)

@@ -24,6 +24,8 @@ struct pvg_plan {
     int            nowned;
     void          *arena, *ws;
     size_t         arena_bytes, ws_bytes, const_bytes;
+    double        *prof_ms;     /* per step, summed over runs, when PERCEIVE_PROFILE is set */
+    int            prof_runs;
 };
 
 /* Runs prepare for one node (resets params, refuses unread attributes, checks outputs). On

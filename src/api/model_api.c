@@ -1,0 +1,226 @@
+/* The public pv_model_* API: the bundle registry (one table), input decoding, text
+ * parameters, results. The CLI and the server call only this. */
+#include "api/model_api.h"
+#include "io/bev_png.h"
+#include "io/io.h"
+#include "io/points.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PV_MAX_SWEEPS 16
+
+struct pv_model {
+    const pv_bundle *b;
+    void            *impl;
+    char            *info;
+    pthread_mutex_t  info_mu;
+};
+
+static const pv_bundle *const bundles[] = { &pv_bundle_bevfusion };
+
+const pv_bundle *pv_bundle_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof bundles / sizeof bundles[0]; i++)
+        if (!strcmp(bundles[i]->name, name)) return bundles[i];
+    return NULL;
+}
+
+int pv_bundle_count(void) { return (int)(sizeof bundles / sizeof bundles[0]); }
+const pv_bundle *pv_bundle_at(int i) { return i >= 0 && i < pv_bundle_count() ? bundles[i] : NULL; }
+
+pv_status pv_model_open(const char *name, const pv_model_options *opt, pv_model **out)
+{
+    if (!out) return pvc_fail(NULL, PV_EINPUT, "pv_model_open: out is NULL");
+    *out = NULL;
+    if (!name) return pvc_fail(NULL, PV_EINPUT, "pv_model_open: name is NULL");
+    const pv_bundle *b = pv_bundle_find(name);
+    if (!b) {
+        char list[256] = "";
+        for (int i = 0; i < pv_bundle_count(); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", bundles[i]->name);
+        return pvc_fail(NULL, PV_EINPUT, "model '%s' is not known (models: %s)", name, list);
+    }
+    if (opt && (opt->threads < 0 || opt->threads > 1024))
+        return pvc_fail(NULL, PV_EINPUT, "threads: %d is out of range [0, 1024]", opt->threads);
+    pv_model *m = pvc_calloc(1, sizeof *m);
+    if (!m) return pvc_fail(NULL, PV_ENOMEM, "out of memory opening '%s'", name);
+    m->b = b;
+    pthread_mutex_init(&m->info_mu, NULL);
+    pvc_msg msg = { { 0 } };
+    pv_status s = b->open(opt, &m->impl, &msg);
+    if (s != PV_OK) {
+        pthread_mutex_destroy(&m->info_mu);
+        pvc_free(m);
+        return pvc_fail(NULL, s, "%s", msg.text);
+    }
+    *out = m;
+    return PV_OK;
+}
+
+pv_status pv_model_generate(const char *name, const char *dir)
+{
+    const pv_bundle *b = name ? pv_bundle_find(name) : NULL;
+    if (!b) return pvc_fail(NULL, PV_EINPUT, "model '%s' is not known", name ? name : "(null)");
+    if (!dir || !*dir) return pvc_fail(NULL, PV_EINPUT, "pv_model_generate: no directory");
+    pvc_msg msg = { { 0 } };
+    pv_status s = b->generate(dir, &msg);
+    return s == PV_OK ? PV_OK : pvc_fail(NULL, s, "%s", msg.text);
+}
+
+void pv_model_close(pv_model *m)
+{
+    if (!m) return;
+    m->b->close(m->impl);
+    pvc_free(m->info);
+    pthread_mutex_destroy(&m->info_mu);
+    pvc_free(m);
+}
+
+const char *pv_model_errmsg(const pv_model *m) { (void)m; return pv_last_error(); }
+
+const char *pv_model_info_json(pv_model *m)
+{
+    if (!m) return NULL;
+    pthread_mutex_lock(&m->info_mu);
+    if (!m->info) m->info = m->b->info_json(m->impl);
+    pthread_mutex_unlock(&m->info_mu);
+    return m->info;
+}
+
+pv_status pv_model_run(pv_model *m, const pv_input *in, int n_in, const pv_param *params, int n_params, pv_result **out)
+{
+    if (!out) return pvc_fail(NULL, PV_EINPUT, "pv_model_run: out is NULL");
+    *out = NULL;
+    if (!m) return pvc_fail(NULL, PV_EINPUT, "pv_model_run: model is NULL");
+    if (n_in < 0 || (n_in > 0 && !in)) return pvc_fail(NULL, PV_EINPUT, "inputs: %d items but no array", n_in);
+    if (n_params < 0 || (n_params > 0 && !params)) return pvc_fail(NULL, PV_EINPUT, "params: %d items but no array", n_params);
+    for (int i = 0; i < n_params; i++)
+        if (!params[i].key || !params[i].value) return pvc_fail(NULL, PV_EINPUT, "params[%d]: key or value is NULL", i);
+    pvc_msg msg = { { 0 } };
+    pv_status s = m->b->run(m->impl, in, n_in, params, n_params, out, &msg);
+    if (s != PV_OK) return pvc_fail(NULL, s, "%s", msg.text);
+    return PV_OK;
+}
+
+void pv_free(void *p) { pvc_free(p); }
+
+/* ---- results (one layout for every bundle) ------------------------------------------------ */
+int pv_result_objects3d(const pv_result *r, const pv_object3d **objs)
+{
+    if (!r) { if (objs) *objs = NULL; return 0; }
+    if (objs) *objs = r->objs;
+    return r->nobjs;
+}
+const char *pv_result_json(const pv_result *r) { return r ? r->json : NULL; }
+const char *pv_result_json_stable(const pv_result *r) { return r ? r->json_stable : NULL; }
+void pv_result_timing(const pv_result *r, pv_timing *t) { if (r && t) *t = r->timing; }
+
+pv_status pv_result_png(const pv_result *r, int width_px, void **png, size_t *len)
+{
+    if (!png || !len) return pvc_fail(NULL, PV_EINPUT, "pv_result_png: png or len is NULL");
+    *png = NULL;
+    *len = 0;
+    if (!r) return pvc_fail(NULL, PV_EINPUT, "pv_result_png: result is NULL");
+    static const char *const names[] = { "UNKNOWN", "CAR", "TRUCK", "BUS", "TRAILER", "MOTORCYCLE", "BICYCLE", "PEDESTRIAN" };
+    pvio_bev_box *boxes = pvc_calloc((size_t)r->nobjs + 1, sizeof *boxes);
+    if (!boxes) return pvc_fail(NULL, PV_ENOMEM, "out of memory drawing the result");
+    int nb = 0;
+    for (int i = 0; i < r->nobjs; i++) {
+        const pv_object3d *o = &r->objs[i];
+        pvio_bev_box b = { o->position[0], o->position[1], o->dimensions[0], o->dimensions[1], o->yaw,
+                           o->existence_probability, o->label < 8 ? names[o->label] : "?", o->label };
+        /* boxes the picture cannot hold (non-finite or absurd sizes from a random model) are left out */
+        if (!isfinite(b.x) || !isfinite(b.y) || !isfinite(b.yaw) || !(b.length > 0) || !(b.width > 0) ||
+            b.length > PVIO_BEV_MAX_BOX_M || b.width > PVIO_BEV_MAX_BOX_M || fabsf(b.x) > PVIO_BEV_MAX_RANGE_M ||
+            fabsf(b.y) > PVIO_BEV_MAX_RANGE_M)
+            continue;
+        boxes[nb++] = b;
+    }
+    pvio_bev_view v = { r->view[0], r->view[1], r->view[2], r->view[3], width_px, r->title, 0.0f, 0.0f };
+    pvc_msg msg = { { 0 } };
+    pv_status s = pvio_bev_png_encode(&v, r->xyz, r->npts, 3, boxes, nb, png, len, &msg);
+    pvc_free(boxes);
+    if (s != PV_OK) return pvc_fail(NULL, s, "%s", msg.text);
+    return PV_OK;
+}
+
+void pv_result_free(pv_result *r)
+{
+    if (!r) return;
+    pvc_free(r->json);
+    pvc_free(r->json_stable);
+    pvc_free(r->objs);
+    pvc_free(r->xyz);
+    pvc_free(r);
+}
+
+/* ---- inputs -------------------------------------------------------------------------------- */
+pv_status pv_input_decode(const pv_input *in, pvio_cloud *out, pvc_msg *msg)
+{
+    memset(out, 0, sizeof *out);
+    const char *name = in->name ? in->name : "points";
+    if (!in->data && in->len) return pvc_fail(msg, PV_EINPUT, "input '%s': data is NULL", name);
+    const char *fmt = in->format ? in->format : "auto";
+    pv_status s;
+    if (!strcmp(fmt, "f32")) {
+        if (in->ncols < 3 || in->ncols > PVIO_CLOUD_MAX_COLS)
+            return pvc_fail(msg, PV_EINPUT, "input '%s': ncols %d must be 3..%d for format f32", name, in->ncols, PVIO_CLOUD_MAX_COLS);
+        s = pvio_pointbin_parse(in->data, in->len, in->ncols, PV_F32, out, msg);
+    } else if (!strcmp(fmt, "npz")) {
+        pvio_arrays arrs = { 0 };
+        if ((s = pvio_npz_parse(in->data, in->len, &arrs, msg)) != PV_OK) return s;
+        const char *want = in->array ? in->array : "points";
+        const pvc_tensor *t = NULL;
+        for (int i = 0; i < arrs.n; i++) if (!strcmp(arrs.a[i].name, want)) t = &arrs.a[i].t;
+        if (!t && !in->array && arrs.n == 1) t = &arrs.a[0].t;
+        if (!t) {
+            pvio_arrays_free(&arrs);
+            return pvc_fail(msg, PV_EINPUT, "input '%s': the npz has no array '%s'", name, want);
+        }
+        void *npy = NULL;
+        size_t nl = 0;
+        s = pvio_npy_serialize(t, &npy, &nl, msg);
+        if (s == PV_OK) s = pvio_cloud_npy_parse(npy, nl, out, msg);
+        pvc_free(npy);
+        pvio_arrays_free(&arrs);
+    } else {
+        static const char *const known[] = { "auto", "pcd", "npy", "kitti", "nuscenes", "f16x5" };
+        bool ok = false;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) if (!strcmp(fmt, known[i])) ok = true;
+        if (!ok)
+            return pvc_fail(msg, PV_EUNSUPPORTED, "input '%s': format '%s' is not supported (pcd, npy, npz, kitti, nuscenes, f16x5, f32, auto)",
+                            name, fmt);
+        s = pvio_cloud_parse(in->data, in->len, strcmp(fmt, "auto") ? fmt : NULL, NULL, out, msg);
+    }
+    if (s != PV_OK) {
+        char m2[PVC_MSG_LEN];
+        snprintf(m2, sizeof m2, "%s", msg->text);
+        return pvc_fail(msg, s, "input '%.64s': %.440s", name, m2);
+    }
+    return PV_OK;
+}
+
+pv_status pv_parse_floats(const char *key, const char *value, double *v, int want, pvc_msg *msg)
+{
+    const char *p = value;
+    for (int i = 0; i < want; i++) {
+        char *end;
+        while (*p == ' ' || *p == '[') p++;
+        v[i] = strtod(p, &end);
+        if (end == p || !isfinite(v[i]))
+            return pvc_fail(msg, PV_EINPUT, "param '%s': '%s' is not %d comma-separated finite numbers", key, value, want);
+        p = end;
+        while (*p == ' ' || *p == ']') p++;
+        if (i + 1 < want) {
+            if (*p != ',') return pvc_fail(msg, PV_EINPUT, "param '%s': '%s' is not %d comma-separated numbers", key, value, want);
+            p++;
+        }
+    }
+    while (*p == ' ' || *p == ']') p++;
+    if (*p) return pvc_fail(msg, PV_EINPUT, "param '%s': '%s' has more than %d numbers", key, value, want);
+    return PV_OK;
+}

@@ -1,0 +1,515 @@
+/* bevfusion bundle: artifacts, load (encoder + dense plan), one frame, JSON. */
+#include "models/bevfusion/bundle.h"
+#include "graph/onnx.h"
+#include "io/checksum.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern const unsigned char pvm_bevfusion_skeleton[];
+extern const size_t pvm_bevfusion_skeleton_len;
+
+static const char *const file_names[PVM_BF_NFILES] = {
+    "bevfusion_lidar.onnx", "ml_package_bevfusion_lidar.param.yaml", "detection_class_remapper.param.yaml"
+};
+/* specs/bevfusion.md section 0: the ONNX's is that of the awf t4base_120m/v2 file (the HF v2.0
+ * tag is believed identical, unverified); the yaml ones are verified. */
+static const char *const file_sha256[PVM_BF_NFILES] = {
+    "5c29087963bf2c4dc02bf45c29d459303be602d63f9b6adff22a75c9cfb459a6",
+    "866265b9f0fc8c17805c0974339d3c7c4e601c1aa212818971fc650d71782181",
+    "928f9eb14ac042d725909f12b2be1532c16b09a683485c5936cf04fb04728520",
+};
+
+struct pvm_bevfusion {
+    pvm_bevfusion_params   params;
+    pvm_bf_encoder         enc;
+    pvm_bf_runner          runner;
+    pvg_graph             *dense_g;
+    pvg_plan              *dense_plan;
+    int                    out_bbox, out_score, out_label;
+    pvc_pool              *pool;
+    pvm_bevfusion_streams *streams;
+    pvs_voxel_cfg          vcfg;
+    float                 *points;      /* [points_cap, 4] */
+    int64_t                points_cap;
+    pvs_voxels             vox;
+    void                  *vox_scratch;
+    void                  *post_ws;
+    int                    P;
+    char                   kind[16];
+    pvm_bevfusion_artifact art[PVM_BF_NFILES];
+    double                 load_ms;
+    pthread_mutex_t        mu;
+};
+
+/* ---- artifacts ---------------------------------------------------------------------------- */
+/* Paths: a truncated one would name another file, so callers treat false as "not there". */
+static bool pathf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool pathf(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < cap;
+}
+
+static bool file_exists(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISREG(st.st_mode); }
+
+static bool dir_has_files(const char *dir)
+{
+    char p[4200];
+    for (int i = 0; i < PVM_BF_NFILES; i++) {
+        (void)pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
+        if (!file_exists(p)) return false;
+    }
+    return true;
+}
+
+static pv_status mkdirs(const char *path, pvc_msg *msg)
+{
+    char p[4096];
+    (void)pathf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) return pvc_fail(msg, PV_EINPUT, "cannot create '%s': %s", p, strerror(errno));
+        *s = '/';
+    }
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) return pvc_fail(msg, PV_EINPUT, "cannot create '%s': %s", p, strerror(errno));
+    return PV_OK;
+}
+
+static pv_status write_text(const char *path, const char *text, pvc_msg *msg)
+{
+    FILE *f = fopen(path, "wb");
+    size_t n = strlen(text);
+    if (!f || fwrite(text, 1, n, f) != n) { if (f) fclose(f); return pvc_fail(msg, PV_EINPUT, "cannot write '%s': %s", path, strerror(errno)); }
+    if (fclose(f) != 0) return pvc_fail(msg, PV_EINPUT, "cannot write '%s'", path);
+    return PV_OK;
+}
+
+pv_status pvm_bevfusion_generate(const char *dir, pvc_msg *msg)
+{
+    pv_status s = mkdirs(dir, msg);
+    if (s != PV_OK) return s;
+    char p[4200];
+    (void)pathf(p, sizeof p, "%s/%s", dir, file_names[0]);
+    pvg_fill_stats st;
+    if ((s = pvg_onnx_fill_buffer(pvm_bevfusion_skeleton, pvm_bevfusion_skeleton_len, "bevfusion skeleton", p,
+                                  PVM_BF_GEN_SEED, SIZE_MAX, &st, msg)) != PV_OK)
+        return s;
+    (void)pathf(p, sizeof p, "%s/%s", dir, file_names[1]);
+    if ((s = write_text(p, pvm_bevfusion_ml_package_v2_yaml, msg)) != PV_OK) return s;
+    (void)pathf(p, sizeof p, "%s/%s", dir, file_names[2]);
+    if ((s = write_text(p, pvm_bevfusion_remapper_yaml, msg)) != PV_OK) return s;
+    /* a manifest of what was written, checked on reuse */
+    char hex[PVM_BF_NFILES][65], man[1024];
+    int o = 0;
+    for (int i = 0; i < PVM_BF_NFILES; i++) {
+        (void)pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
+        if ((s = pvio_sha256_file(p, hex[i], msg)) != PV_OK) return s;
+        o += snprintf(man + o, sizeof man - (size_t)o, "%s  %s\n", hex[i], file_names[i]);
+    }
+    (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
+    return write_text(p, man, msg);
+}
+
+static bool manifest_ok(const char *dir)
+{
+    char p[4200], line[512];
+    (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
+    FILE *f = fopen(p, "rb");
+    if (!f) return false;
+    int good = 0;
+    while (fgets(line, sizeof line, f)) {
+        char want[65], name[256];
+        if (sscanf(line, "%64s %255s", want, name) != 2) continue;
+        char got[65];
+        pvc_msg m;
+        (void)pathf(p, sizeof p, "%s/%s", dir, name);
+        if (pvio_sha256_file(p, got, &m) != PV_OK || strcmp(got, want)) { fclose(f); return false; }
+        good++;
+    }
+    fclose(f);
+    return good == PVM_BF_NFILES;
+}
+
+/* The generated bundle's directory: one per skeleton (hash in the name) and seed. */
+static pv_status generated_dir(char *dir, size_t cap, pvc_msg *msg)
+{
+    const char *root = getenv("PERCEIVE_CACHE_DIR");
+    char base[4096];
+    if (root && *root) (void)pathf(base, sizeof base, "%s", root);
+    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME")) (void)pathf(base, sizeof base, "%s/perceive", getenv("XDG_CACHE_HOME"));
+    else if (getenv("HOME") && *getenv("HOME")) (void)pathf(base, sizeof base, "%s/.cache/perceive", getenv("HOME"));
+    else return pvc_fail(msg, PV_ENOWEIGHTS, "no cache directory for generated weights: set PERCEIVE_CACHE_DIR");
+    char hex[65];
+    pvio_sha256_hex(pvm_bevfusion_skeleton, pvm_bevfusion_skeleton_len, hex);
+    hex[12] = 0;
+    (void)pathf(dir, cap, "%s/generated/bevfusion-%s-%s-seed%d", base, PVM_BF_REVISION, hex, PVM_BF_GEN_SEED);
+    return PV_OK;
+}
+
+static pv_status make_generated(char *dir, size_t cap, pvc_msg *msg)
+{
+    pv_status s = generated_dir(dir, cap, msg);
+    if (s != PV_OK) return s;
+    if (dir_has_files(dir) && manifest_ok(dir)) return PV_OK;
+    /* build beside, then rename: concurrent first uses never see a half-written bundle */
+    char tmp[4200];
+    (void)pathf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+    if ((s = pvm_bevfusion_generate(tmp, msg)) != PV_OK) return s;
+    if (rename(tmp, dir) != 0) {
+        if (dir_has_files(dir) && manifest_ok(dir)) {     /* another process won the race */
+            char p[4300];
+            for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pathf(p, sizeof p, "%s/%s", tmp, file_names[i]); remove(p); }
+            (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", tmp); remove(p);
+            rmdir(tmp);
+            return PV_OK;
+        }
+        /* a stale, broken bundle: replace it */
+        char p[4300];
+        for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pathf(p, sizeof p, "%s/%s", dir, file_names[i]); remove(p); }
+        (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", dir); remove(p);
+        rmdir(dir);
+        if (rename(tmp, dir) != 0) return pvc_fail(msg, PV_EINPUT, "cannot move '%s' to '%s': %s", tmp, dir, strerror(errno));
+    }
+    return PV_OK;
+}
+
+static pv_status resolve(pvm_bevfusion *m, const pvm_bevfusion_options *opt, char *dir, size_t cap, pvc_msg *msg)
+{
+    const char *wd = opt && opt->weights_dir ? opt->weights_dir : NULL;
+    if (wd) {
+        char sub[4200];
+        (void)pathf(sub, sizeof sub, "%s/bevfusion", wd);
+        if (dir_has_files(wd)) (void)pathf(dir, cap, "%s", wd);
+        else if (dir_has_files(sub)) (void)pathf(dir, cap, "%s", sub);
+        else
+            return pvc_fail(msg, PV_ENOWEIGHTS, "--weights '%s': %s, %s and %s not found there (nor in '%s/bevfusion')", wd,
+                            file_names[0], file_names[1], file_names[2], wd);
+        snprintf(m->kind, sizeof m->kind, "dir");
+        return PV_OK;
+    }
+    const char *env = getenv("PERCEIVE_WEIGHTS_DIR");
+    if (env && *env) {
+        char sub[4200];
+        (void)pathf(sub, sizeof sub, "%s/bevfusion", env);
+        if (dir_has_files(sub)) { (void)pathf(dir, cap, "%s", sub); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
+        if (dir_has_files(env)) { (void)pathf(dir, cap, "%s", env); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
+    }
+    char hub[4096];
+    if (getenv("HF_HUB_CACHE") && *getenv("HF_HUB_CACHE")) (void)pathf(hub, sizeof hub, "%s", getenv("HF_HUB_CACHE"));
+    else if (getenv("HF_HOME") && *getenv("HF_HOME")) (void)pathf(hub, sizeof hub, "%s/hub", getenv("HF_HOME"));
+    else if (getenv("HOME")) (void)pathf(hub, sizeof hub, "%s/.cache/huggingface/hub", getenv("HOME"));
+    else hub[0] = 0;
+    char snap[4300];
+    (void)pathf(snap, sizeof snap, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, PVM_BF_COMMIT);
+    if (hub[0] && dir_has_files(snap)) { (void)pathf(dir, cap, "%s", snap); snprintf(m->kind, sizeof m->kind, "release"); return PV_OK; }
+    if (opt && opt->strict)
+        return pvc_fail(msg, PV_ENOWEIGHTS,
+                        "bevfusion: release artifacts not found (--weights, PERCEIVE_WEIGHTS_DIR, %.200s). Fetch them: "
+                        "hf download %s --revision %s  (files %s, %s, %s; sha256 %.8s %.8s %.8s)",
+                        snap, PVM_BF_REPO, PVM_BF_REVISION, file_names[0], file_names[1], file_names[2], file_sha256[0],
+                        file_sha256[1], file_sha256[2]);
+    snprintf(m->kind, sizeof m->kind, "generated");
+    return make_generated(dir, cap, msg);
+}
+
+static pv_status read_whole(const char *path, char **text, size_t *len, pvc_msg *msg)
+{
+    void *buf = NULL;
+    pv_status s = pvg_read_file(path, &buf, len, msg);
+    *text = buf;
+    return s;
+}
+
+/* ---- load --------------------------------------------------------------------------------- */
+static pv_status load_params(pvm_bevfusion *m, pvc_msg *msg)
+{
+    pvm_bevfusion_params_defaults(&m->params);
+    char *t = NULL;
+    size_t n = 0;
+    pv_status s = read_whole(m->art[1].path, &t, &n, msg);
+    if (s == PV_OK) s = pvm_bevfusion_params_parse_ml_package(&m->params, t, n, m->art[1].path, msg);
+    pvc_free(t);
+    if (s != PV_OK) return s;
+    s = read_whole(m->art[2].path, &t, &n, msg);
+    if (s == PV_OK) s = pvm_bevfusion_params_parse_remapper(&m->params, t, n, m->art[2].path, msg);
+    pvc_free(t);
+    return s;
+}
+
+static int output_index(const pvg_graph *g, const char *name)
+{
+    for (int i = 0; i < g->noutputs; i++) if (!strcmp(g->values[g->outputs[i]].name, name)) return i;
+    return -1;
+}
+
+/* The custom ops are read by the encoder, never planned: registered so the import accepts them. */
+static pv_status never_planned(pvg_prep *p)
+{
+    return pvg_prep_fail(p, PV_EUNSUPPORTED, "autoware sparse ops run in the bevfusion encoder, not as graph nodes");
+}
+static const pvg_op op_pairs = { "GetIndicePairsImplicitGemm", "autoware", PVG_OP_NOFOLD, never_planned, NULL, NULL };
+static const pvg_op op_gemm = { "ImplicitGemm", "autoware", PVG_OP_NOFOLD, never_planned, NULL, NULL };
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static pv_status reg_status;
+static void register_ops(void)
+{
+    reg_status = pvg_op_register(&op_pairs);
+    if (reg_status == PV_OK) reg_status = pvg_op_register(&op_gemm);
+}
+
+static pv_status load_model(pvm_bevfusion *m, pvc_msg *msg)
+{
+    pthread_once(&reg_once, register_ops);
+    if (reg_status != PV_OK) return pvc_fail(msg, reg_status, "cannot register the autoware ops");
+    void *buf = NULL;
+    size_t len = 0;
+    pv_status s = pvg_read_file(m->art[0].path, &buf, &len, msg);
+    if (s != PV_OK) return s;
+    char dir[4096];
+    (void)pathf(dir, sizeof dir, "%s", m->art[0].path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0; else (void)pathf(dir, sizeof dir, ".");
+    pvg_graph *probe = NULL;
+    s = pvg_graph_load_onnx(buf, len, dir, &m->dense_g, msg);
+    if (s == PV_OK) s = pvg_graph_load_onnx(buf, len, dir, &probe, msg);
+    pvc_free(buf);
+    if (s != PV_OK) { pvg_graph_free(probe); return pvc_fail(msg, s, "%s: %s", m->art[0].path, msg->text); }
+    s = pvm_bf_encoder_build(m->dense_g, &m->enc, msg);
+    if (s == PV_OK) s = pvm_bf_encoder_probe(probe, &m->enc, msg);
+    pvg_graph_free(probe);
+    if (s != PV_OK) return pvc_fail(msg, s, "%s: %s", m->art[0].path, msg->text);
+    /* the dense part */
+    pvg_graph *g = m->dense_g;
+    int outs[3], in = pvg_value_find(g, m->enc.v_dense);
+    static const char *const out_names[3] = { "bbox_pred", "score", "label_pred" };
+    for (int i = 0; i < 3; i++) {
+        int k = output_index(g, out_names[i]);
+        if (k < 0) return pvc_fail(msg, PV_EFORMAT, "%s: the model has no output '%s'", m->art[0].path, out_names[i]);
+        outs[i] = g->outputs[k];
+    }
+    if ((s = pvg_graph_cut(g, &in, 1, outs, 3)) != PV_OK) return pvc_fail(msg, s, "%s", g->msg.text);
+    m->out_bbox = 0; m->out_score = 1; m->out_label = 2;
+    pvg_pass_stats ps;
+    if ((s = pvg_passes_run(g, true, &ps)) != PV_OK) return pvc_fail(msg, s, "%s", g->msg.text);
+    g->threads = pvc_pool_threads(m->pool);
+    pvc_tensor d = m->enc.dense;
+    pvc_tensor_set_contiguous(&d);
+    if ((s = pvg_plan_create(g, &d, &m->dense_plan)) != PV_OK) return pvc_fail(msg, s, "planning the dense part: %s", g->msg.text);
+    const pvc_tensor *bb = pvg_plan_value(m->dense_plan, outs[0]), *sc = pvg_plan_value(m->dense_plan, outs[1]),
+                     *lb = pvg_plan_value(m->dense_plan, outs[2]);
+    if (bb->dtype != PV_F32 || bb->rank != 2 || bb->dims[0] != 10 || sc->dtype != PV_F32 || sc->rank != 1 ||
+        sc->dims[0] != bb->dims[1] || (lb->dtype != PV_I64 && lb->dtype != PV_I32) || lb->rank != 1 || lb->dims[0] != bb->dims[1])
+        return pvc_fail(msg, PV_EFORMAT, "%s: outputs must be bbox_pred f32 [10, P], score f32 [P], label_pred int [P]", m->art[0].path);
+    m->P = (int)bb->dims[1];
+    if (m->P != m->params.num_proposals)
+        return pvc_fail(msg, PV_EFORMAT, "%s: %d proposals but num_proposals is %d in %s", m->art[0].path, m->P,
+                        m->params.num_proposals, m->art[1].path);
+    return PV_OK;
+}
+
+static pv_status setup_voxels(pvm_bevfusion *m, pvc_msg *msg)
+{
+    const pvm_bevfusion_params *p = &m->params;
+    pvs_voxel_cfg *c = &m->vcfg;
+    for (int d = 0; d < 3; d++) {
+        c->range_min[d] = p->pc_range[d];
+        c->voxel_size[d] = p->voxel_size[d];
+        double cells = ((double)p->pc_range[d + 3] - p->pc_range[d]) / p->voxel_size[d];
+        c->grid[d] = (int32_t)lround(cells);
+        if (fabs(cells - c->grid[d]) > 1e-3 || c->grid[d] < 1)
+            return pvc_fail(msg, PV_EFORMAT, "point_cloud_range / voxel_size give %.4f cells on axis %d, not an integer", cells, d);
+        int32_t lvl = m->enc.shape[0][d];
+        if (d < 2 ? c->grid[d] != lvl : c->grid[d] > lvl)
+            return pvc_fail(msg, PV_EFORMAT, "the voxel grid %d on axis %d does not match the model's sparse shape %d", c->grid[d], d, lvl);
+    }
+    c->max_points = p->max_points_per_voxel;
+    c->max_voxels = p->voxels_num[2];
+    c->nfeat = 4;
+    const char *env = getenv("PERCEIVE_BEVFUSION_MAX_VOXELS");
+    if (env && *env) {
+        char *end;
+        long long v = strtoll(env, &end, 10);
+        if (*end || v < 1 || v > p->voxels_num[2])
+            return pvc_fail(msg, PV_EINPUT, "PERCEIVE_BEVFUSION_MAX_VOXELS='%s' must be 1..%lld", env, (long long)p->voxels_num[2]);
+        c->max_voxels = v;
+    }
+    if (c->max_points != m->enc.max_points || m->enc.nfeat != (p->use_intensity ? 5 : 4))
+        return pvc_fail(msg, PV_EFORMAT, "voxels input [N, %d, %d] does not match max_points_per_voxel %d / use_intensity %s",
+                        m->enc.max_points, m->enc.nfeat, c->max_points, p->use_intensity ? "true" : "false");
+    if (p->use_intensity) return pvc_fail(msg, PV_EUNSUPPORTED, "use_intensity: true models are not supported (v2 has false)");
+    m->points_cap = 2000000;
+    m->points = pvc_malloc_aligned((size_t)m->points_cap * 4 * sizeof(float));
+    m->vox.cap = c->max_voxels;
+    m->vox.feat = pvc_malloc_aligned((size_t)c->max_voxels * c->max_points * c->nfeat * sizeof(float));
+    m->vox.npoints = pvc_malloc_aligned((size_t)c->max_voxels * sizeof(int32_t));
+    m->vox.coors_zyx = pvc_malloc_aligned((size_t)c->max_voxels * 3 * sizeof(int32_t));
+    m->vox_scratch = pvc_malloc_aligned(pvs_voxelize_scratch_bytes(c, m->points_cap));
+    m->post_ws = pvc_malloc_aligned(pvm_bevfusion_post_ws_bytes(m->P));
+    if (!m->points || !m->vox.feat || !m->vox.npoints || !m->vox.coors_zyx || !m->vox_scratch || !m->post_ws)
+        return pvc_fail(msg, PV_ENOMEM, "out of memory for the voxel buffers");
+    return PV_OK;
+}
+
+pv_status pvm_bevfusion_open(const pvm_bevfusion_options *opt, pvm_bevfusion **out, pvc_msg *msg)
+{
+    *out = NULL;
+    double t0 = pvc_now_ms();
+    pvm_bevfusion *m = pvc_calloc(1, sizeof *m);
+    if (!m) return pvc_fail(msg, PV_ENOMEM, "out of memory opening bevfusion");
+    pthread_mutex_init(&m->mu, NULL);
+    char dir[4096];
+    pv_status s = resolve(m, opt, dir, sizeof dir, msg);
+    for (int i = 0; i < PVM_BF_NFILES && s == PV_OK; i++) {
+        pvm_bevfusion_artifact *a = &m->art[i];
+        a->name = file_names[i];
+        a->expected = file_sha256[i];
+        (void)pathf(a->path, sizeof a->path, "%s/%s", dir, file_names[i]);
+        s = pvio_sha256_file(a->path, a->sha256, msg);
+        a->verified = s == PV_OK && !strcmp(a->sha256, a->expected);
+        /* a release file that is not the pinned one is refused: its contract may differ */
+        if (s == PV_OK && !a->verified && !strcmp(m->kind, "release") && opt && opt->strict)
+            s = pvc_fail(msg, PV_ENOWEIGHTS, "'%s': sha256 %s, the pinned %s %s has %s", a->path, a->sha256, PVM_BF_REPO,
+                         PVM_BF_REVISION, a->expected);
+    }
+    if (s == PV_OK) s = pvc_pool_create(opt ? opt->threads : 0, &m->pool);
+    if (s == PV_OK) s = load_params(m, msg);
+    if (s == PV_OK) s = load_model(m, msg);
+    if (s == PV_OK) s = setup_voxels(m, msg);
+    if (s == PV_OK) s = pvm_bf_runner_init(&m->runner, &m->enc, m->vcfg.max_voxels, pvc_pool_threads(m->pool), msg);
+    if (s == PV_OK) s = pvm_bevfusion_streams_create(16, 1, m->points_cap, &m->streams, msg);
+    if (s == PV_OK && !(opt && opt->no_warmup)) {
+        /* one frame through every stage, so the first call costs what the others do */
+        float pts[4 * 64];
+        for (int i = 0; i < 64; i++) {
+            pts[4 * i + 0] = 5.0f + (float)(i % 8);
+            pts[4 * i + 1] = -3.0f + (float)(i / 8);
+            pts[4 * i + 2] = 0.5f;
+            pts[4 * i + 3] = 0.0f;
+        }
+        pvm_bevfusion_frame_in in = { .pts = pts, .n = 64, .stride = 4, .time_lag_col = -1 };
+        pvm_bevfusion_result r;
+        s = pvm_bevfusion_run(m, &in, NULL, &r, msg);
+        if (s == PV_OK) pvm_bevfusion_result_free(&r);
+    }
+    if (s != PV_OK) { pvm_bevfusion_close(m); return s; }
+    m->load_ms = pvc_now_ms() - t0;
+    *out = m;
+    return PV_OK;
+}
+
+void pvm_bevfusion_close(pvm_bevfusion *m)
+{
+    if (!m) return;
+    pvg_plan_profile_print(m->dense_plan, stderr, "bevfusion dense");
+    pvg_plan_free(m->dense_plan);
+    pvg_graph_free(m->dense_g);
+    pvm_bf_runner_free(&m->runner);
+    pvm_bf_encoder_free(&m->enc);
+    pvm_bevfusion_streams_free(m->streams);
+    pvc_pool_free(m->pool);
+    pvc_free_aligned(m->points);
+    pvc_free_aligned(m->vox.feat);
+    pvc_free_aligned(m->vox.npoints);
+    pvc_free_aligned(m->vox.coors_zyx);
+    pvc_free_aligned(m->vox_scratch);
+    pvc_free_aligned(m->post_ws);
+    pthread_mutex_destroy(&m->mu);
+    pvc_free(m);
+}
+
+const pvm_bevfusion_params *pvm_bevfusion_defaults(const pvm_bevfusion *m) { return &m->params; }
+const char *pvm_bevfusion_weights_kind(const pvm_bevfusion *m) { return m->kind; }
+const pvm_bevfusion_artifact *pvm_bevfusion_artifacts(const pvm_bevfusion *m, int *n) { *n = PVM_BF_NFILES; return m->art; }
+double pvm_bevfusion_load_ms(const pvm_bevfusion *m) { return m->load_ms; }
+const pvm_bf_encoder *pvm_bevfusion_encoder(const pvm_bevfusion *m) { return &m->enc; }
+
+/* ---- one frame ---------------------------------------------------------------------------- */
+void pvm_bevfusion_result_free(pvm_bevfusion_result *r)
+{
+    if (!r) return;
+    pvc_free(r->objects);
+    pvc_free(r->bbox_pred);
+    pvc_free(r->score);
+    pvc_free(r->label_pred);
+    memset(r, 0, sizeof *r);
+}
+
+static pv_status run_locked(pvm_bevfusion *m, const pvm_bevfusion_frame_in *in, const pvm_bevfusion_params *p,
+                            pvm_bevfusion_result *res, pvc_msg *msg)
+{
+    double t0 = pvc_now_ms();
+    pvm_bevfusion_points pts = { .xyzt = m->points, .cap = m->points_cap };
+    pv_status s = pvm_bevfusion_points_build(m->streams, in, &pts, msg);
+    if (s != PV_OK) return s;
+    res->num_points = pts.n;
+    res->num_dropped_points = pts.dropped_nonfinite;
+    res->sweeps_used = pts.sweeps_used;
+    double t1 = pvc_now_ms();
+    m->vox.n = 0;
+    if ((s = pvs_voxelize(&m->vcfg, pts.xyzt, pts.n, 4, &m->vox, m->vox_scratch, msg)) != PV_OK) return s;
+    res->num_voxels = m->vox.n;
+    res->num_points_out_of_range = m->vox.points_out_of_range;
+    double t2 = pvc_now_ms();
+    res->t_pre = t1 - t0;
+    res->t_voxelize = t2 - t1;
+    res->P = m->P;
+    res->objects = pvc_calloc((size_t)m->P, sizeof *res->objects);
+    res->bbox_pred = pvc_malloc((size_t)m->P * 10 * sizeof(float));
+    res->score = pvc_malloc((size_t)m->P * sizeof(float));
+    res->label_pred = pvc_malloc((size_t)m->P * sizeof(int64_t));
+    if (!res->objects || !res->bbox_pred || !res->score || !res->label_pred) return pvc_fail(msg, PV_ENOMEM, "out of memory for the result");
+    if (m->vox.n < m->params.voxels_num[0]) {
+        /* Autoware skips frames below voxels_num[0] voxels: no objects */
+        res->enc.nlevels = m->enc.nlevels;
+        res->enc.active[0] = m->vox.n;
+        memset(res->bbox_pred, 0, (size_t)m->P * 10 * sizeof(float));
+        memset(res->score, 0, (size_t)m->P * sizeof(float));
+        memset(res->label_pred, 0, (size_t)m->P * sizeof(int64_t));
+        res->t_total = pvc_now_ms() - t0;
+        return PV_OK;
+    }
+    if ((s = pvm_bf_runner_run(&m->runner, m->pool, &m->vox, &res->enc, msg)) != PV_OK) return s;
+    double t3 = pvc_now_ms();
+    pvc_tensor din = m->enc.dense, outs[3];
+    din.data = m->runner.dense;
+    pvc_tensor_set_contiguous(&din);
+    if ((s = pvg_plan_run(m->dense_plan, &din, m->pool, outs)) != PV_OK) return pvc_fail(msg, s, "%s", m->dense_g->msg.text);
+    double t4 = pvc_now_ms();
+    memcpy(res->bbox_pred, outs[m->out_bbox].data, (size_t)m->P * 10 * sizeof(float));
+    memcpy(res->score, outs[m->out_score].data, (size_t)m->P * sizeof(float));
+    const pvc_tensor *lb = &outs[m->out_label];
+    for (int i = 0; i < m->P; i++)
+        res->label_pred[i] = lb->dtype == PV_I64 ? ((const int64_t *)lb->data)[i] : ((const int32_t *)lb->data)[i];
+    s = pvm_bevfusion_post(p ? p : &m->params, res->bbox_pred, res->score, res->label_pred, m->P, res->objects, &res->nobjects,
+                           &res->post, m->post_ws, msg);
+    if (s != PV_OK) return s;
+    double t5 = pvc_now_ms();
+    res->t_sparse = t3 - t2;
+    res->t_dense = t4 - t3;
+    res->t_post = t5 - t4;
+    res->t_total = t5 - t0;
+    return PV_OK;
+}
+
+pv_status pvm_bevfusion_run(pvm_bevfusion *m, const pvm_bevfusion_frame_in *in, const pvm_bevfusion_params *p,
+                            pvm_bevfusion_result *res, pvc_msg *msg)
+{
+    memset(res, 0, sizeof *res);
+    pthread_mutex_lock(&m->mu);
+    pv_status s = run_locked(m, in, p, res, msg);
+    pthread_mutex_unlock(&m->mu);
+    if (s != PV_OK) pvm_bevfusion_result_free(res);
+    return s;
+}

@@ -1,0 +1,380 @@
+/* Rulebooks: which input site feeds which output site through which kernel offset.
+ *
+ * Submanifold (out sites = in sites): the sites go into the coordinate hash; each site q looks
+ * up only the lower half of the offsets (k < K/2). A pair found that way, i = q + off(k), is
+ * also the pair q = i + off(K-1-k) seen from i (odd kernels are symmetric), so it is written
+ * into both neighbour rows of a [n, K] table: half the probes of a plain scan. A pass over the
+ * table in site order then emits every k's pairs with increasing out_idx.
+ *
+ * Strided: no hash. The inputs are put in (x, y, z) order (a radix sort of their linear keys,
+ * skipped when already sorted, as every level after the first is). For one offset k the map
+ * i -> o = (i + p - k) / s (where it divides and lands in range) is strictly increasing in
+ * that order, so visiting the sorted inputs and appending each valid (i, k) to list k yields
+ * lists already sorted by output key. A K-way merge of the lists then numbers the distinct
+ * output keys in increasing order (the sorted output site set) and rewrites each list's keys
+ * as those numbers. Scratch is O(n_in) whatever the stride (two key arrays for the sort). */
+#include "sparse/coord_hash.h"
+
+#include <string.h>
+
+static const char AXIS[3] = { 'x', 'y', 'z' };
+
+enum { SUBM_CHUNK = 8 };   /* sites whose neighbour slots are prefetched together (13 each) */
+
+static pv_status check_sites(const char *fn, const char *what, const pvs_sites *s, pvc_msg *msg)
+{
+    if (!pvs_grid_keys_ok(s->shape))
+        return pvc_fail(msg, PV_EINPUT, "%s: %s shape %d x %d x %d: every dim must be >= 1 and the cells fewer than 2^32 - 1",
+                        fn, what, s->shape[0], s->shape[1], s->shape[2]);
+    if (s->n < 0 || s->n > PVS_MAX_SITES)
+        return pvc_fail(msg, PV_EINPUT, "%s: %s n = %lld must be in [0, 2^30]", fn, what, (long long)s->n);
+    if (s->n > 0 && !s->xyz) return pvc_fail(msg, PV_EINPUT, "%s: %s xyz is NULL for %lld sites", fn, what, (long long)s->n);
+    return PV_OK;
+}
+
+static pv_status check_ksize(const char *fn, const int32_t ksize[3], bool odd, int32_t *K, pvc_msg *msg)
+{
+    int64_t k = 1;
+    for (int d = 0; d < 3; d++) {
+        if (ksize[d] < 1 || ksize[d] > 27 || (odd && ksize[d] % 2 == 0))
+            return pvc_fail(msg, PV_EINPUT, "%s: ksize.%c = %d must be %sin [1, 27]", fn, AXIS[d], ksize[d],
+                            odd ? "odd and " : "");
+        k *= ksize[d];
+    }
+    if (k > 27)
+        return pvc_fail(msg, PV_EINPUT, "%s: ksize %d x %d x %d has %lld offsets, more than 27", fn, ksize[0], ksize[1],
+                        ksize[2], (long long)k);
+    *K = (int32_t)k;
+    return PV_OK;
+}
+
+static pv_status check_rb(const char *fn, const pvs_rulebook *rb, pvc_msg *msg)
+{
+    if (rb->cap < 0 || (rb->cap > 0 && (!rb->in_idx || !rb->out_idx)))
+        return pvc_fail(msg, PV_EINPUT, "%s: rulebook cap = %lld with missing in_idx/out_idx", fn, (long long)rb->cap);
+    return PV_OK;
+}
+
+static void rb_reset(pvs_rulebook *rb, const int32_t ksize[3], int32_t K, int64_t n_in)
+{
+    memcpy(rb->ksize, ksize, sizeof rb->ksize);
+    rb->K = K;
+    memset(rb->start, 0, sizeof rb->start);
+    rb->n_in = n_in;
+    rb->n_out = 0;
+}
+
+static bool in_shape(const int32_t *c, const int32_t shape[3])
+{
+    return (uint32_t)c[0] < (uint32_t)shape[0] && (uint32_t)c[1] < (uint32_t)shape[1] && (uint32_t)c[2] < (uint32_t)shape[2];
+}
+
+static uint32_t site_key(const int32_t *c, const int32_t shape[3])
+{
+    return ((uint32_t)c[0] * (uint32_t)shape[1] + (uint32_t)c[1]) * (uint32_t)shape[2] + (uint32_t)c[2];
+}
+
+static pv_status outside(const char *fn, const pvs_sites *s, int64_t q, pvc_msg *msg)
+{
+    const int32_t *c = s->xyz + 3 * q;
+    return pvc_fail(msg, PV_EINPUT, "%s: site %lld = (%d, %d, %d) is outside the shape %d x %d x %d", fn, (long long)q,
+                    c[0], c[1], c[2], s->shape[0], s->shape[1], s->shape[2]);
+}
+
+static pv_status duplicate(const char *fn, const pvs_sites *s, int64_t a, int64_t b, pvc_msg *msg)
+{
+    const int32_t *c = s->xyz + 3 * b;
+    return pvc_fail(msg, PV_EINPUT, "%s: sites %lld and %lld are both (%d, %d, %d)", fn, (long long)PVC_MIN(a, b),
+                    (long long)PVC_MAX(a, b), c[0], c[1], c[2]);
+}
+
+/* start[] from per-offset counts; fails when the pairs do not fit the capacity. */
+static pv_status layout(const char *fn, pvs_rulebook *rb, const int64_t *count, pvc_msg *msg)
+{
+    int64_t total = 0;
+    for (int k = 0; k < rb->K; k++) total += count[k];
+    if (total > INT32_MAX)   /* keeps every index, out sites included, an int32 */
+        return pvc_fail(msg, PV_EINPUT, "%s: %lld pairs: more than 2^31 - 1", fn, (long long)total);
+    if (total > rb->cap)
+        return pvc_fail(msg, PV_EINPUT, "%s: %lld pairs (%lld in sites, ksize %d x %d x %d) exceed the rulebook capacity of %lld",
+                        fn, (long long)total, (long long)rb->n_in, rb->ksize[0], rb->ksize[1], rb->ksize[2],
+                        (long long)rb->cap);
+    rb->start[0] = 0;
+    for (int k = 0; k < rb->K; k++) rb->start[k + 1] = rb->start[k] + count[k];
+    return PV_OK;
+}
+
+/* ---- submanifold ---------------------------------------------------------------------------- */
+
+size_t pvs_hash_scratch_bytes(int64_t n)
+{
+    if (n < 1) n = 1;
+    return pvs_hash_table_bytes(n, 4) + (size_t)n * 27 * sizeof(int32_t);
+}
+
+pv_status pvs_rulebook_subm(const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb, void *scratch,
+                            pvc_msg *msg)
+{
+    static const char fn[] = "pvs_rulebook_subm";
+    if (!s || !ksize || !rb || !scratch)
+        return pvc_fail(msg, PV_EINPUT, "%s: sites, ksize, rulebook and scratch must be non-NULL", fn);
+    int32_t K;
+    pv_status st = check_sites(fn, "sites", s, msg);
+    if (st == PV_OK) st = check_ksize(fn, ksize, true, &K, msg);
+    if (st == PV_OK) st = check_rb(fn, rb, msg);
+    if (st != PV_OK) return st;
+    const int64_t n = s->n;
+    rb_reset(rb, ksize, K, n);
+
+    pvs_hash h;
+    pvs_hash_init(&h, scratch, n, 4);
+    int32_t *nbr = (int32_t *)((char *)scratch + pvs_hash_table_bytes(n, 4));
+    for (int64_t q = 0; q < n; q++) {
+        const int32_t *c = s->xyz + 3 * q;
+        if (!in_shape(c, s->shape)) return outside(fn, s, q, msg);
+        uint32_t key = site_key(c, s->shape);
+        uint64_t *slot = pvs_hash_probe(&h, key, (uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2]);
+        if (*slot != PVS_HASH_FREE) return duplicate(fn, s, (int32_t)(uint32_t)*slot, q, msg);
+        pvs_hash_put(slot, key, (int32_t)q);
+    }
+
+    /* offsets of the lower half, k < center; the upper half mirrors them */
+    const int32_t center = (K - 1) / 2, Y = s->shape[1], Z = s->shape[2];
+    int32_t off[27][3];
+    int64_t delta[27];
+    for (int32_t k = 0; k < K; k++) {
+        int32_t kx = k / (ksize[1] * ksize[2]), ky = k / ksize[2] % ksize[1], kz = k % ksize[2];
+        off[k][0] = kx - ksize[0] / 2;
+        off[k][1] = ky - ksize[1] / 2;
+        off[k][2] = kz - ksize[2] / 2;
+        delta[k] = ((int64_t)off[k][0] * Y + off[k][1]) * Z + off[k][2];
+    }
+    for (int64_t q = 0; q < n; q++) {
+        int32_t *row = nbr + q * K;
+        for (int32_t k = center + 1; k < K; k++) row[k] = -1;
+        row[center] = (int32_t)q;
+    }
+    /* sites in chunks: the home slots of a chunk's neighbours are prefetched, then probed */
+    int64_t count[27] = { 0 };
+    for (int64_t q0 = 0; q0 < n; q0 += SUBM_CHUNK) {
+        const int m = (int)PVC_MIN((int64_t)SUBM_CHUNK, n - q0);
+        uint32_t nkey[SUBM_CHUNK][13], home[SUBM_CHUNK][13];
+        for (int j = 0; j < m; j++) {
+            const int32_t *c = s->xyz + 3 * (q0 + j);
+            int64_t key = site_key(c, s->shape);
+            for (int32_t k = 0; k < center; k++) {
+                int32_t nc[3] = { c[0] + off[k][0], c[1] + off[k][1], c[2] + off[k][2] };
+                nkey[j][k] = UINT32_MAX;   /* outside the grid */
+                if (!in_shape(nc, s->shape)) continue;
+                nkey[j][k] = (uint32_t)(key + delta[k]);
+                home[j][k] = pvs_hash_home(&h, (uint32_t)nc[0], (uint32_t)nc[1], (uint32_t)nc[2]);
+                __builtin_prefetch(&h.slot[home[j][k]], 0, 3);
+            }
+        }
+        for (int j = 0; j < m; j++) {
+            int64_t q = q0 + j;
+            int32_t *row = nbr + q * K;
+            for (int32_t k = 0; k < center; k++) {
+                int32_t i = -1;
+                if (nkey[j][k] != UINT32_MAX) {
+                    uint64_t sl = *pvs_hash_probe_at(&h, nkey[j][k], home[j][k]);
+                    i = sl == PVS_HASH_FREE ? -1 : (int32_t)(uint32_t)sl;
+                }
+                row[k] = i;
+                if (i >= 0) {
+                    nbr[(int64_t)i * K + (K - 1 - k)] = (int32_t)q;
+                    count[k]++;
+                }
+            }
+        }
+    }
+    for (int32_t k = 0; k < center; k++) count[K - 1 - k] = count[k];
+    count[center] = n;
+    st = layout(fn, rb, count, msg);
+    if (st != PV_OK) return st;
+
+    int64_t cur[27];
+    memcpy(cur, rb->start, sizeof cur);
+    for (int64_t q = 0; q < n; q++) {
+        const int32_t *row = nbr + q * K;
+        for (int32_t k = 0; k < K; k++) {
+            if (row[k] < 0) continue;
+            rb->in_idx[cur[k]] = row[k];
+            rb->out_idx[cur[k]++] = (int32_t)q;
+        }
+    }
+    rb->n_out = n;
+    return PV_OK;
+}
+
+/* ---- strided -------------------------------------------------------------------------------- */
+
+size_t pvs_down_scratch_bytes(int64_t n_in, int32_t K)
+{
+    (void)K;   /* the scratch does not depend on the kernel */
+    if (n_in < 1) n_in = 1;
+    return 2 * (size_t)n_in * sizeof(uint64_t);
+}
+
+/* LSD radix sort of (key << 32 | index) by key, 11 bits a pass, only as many passes as the
+ * largest key needs; ping-pongs between a and b and returns the sorted one. */
+static uint64_t *sort_keys(uint64_t *a, uint64_t *b, int64_t n, uint32_t max_key)
+{
+    uint32_t cnt[2048];
+    for (int shift = 0; shift < 32 && (max_key >> shift) != 0; shift += 11) {
+        memset(cnt, 0, sizeof cnt);
+        for (int64_t i = 0; i < n; i++) cnt[(a[i] >> (32 + shift)) & 2047]++;
+        uint32_t sum = 0;
+        for (int d = 0; d < 2048; d++) {
+            uint32_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (int64_t i = 0; i < n; i++) b[cnt[(a[i] >> (32 + shift)) & 2047]++] = a[i];
+        uint64_t *t = a;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The output coordinates one input coordinate c reaches along an axis, with their kernel
+ * offsets: o = (c + p - k) / s for each k in [0, ksize) where it divides and 0 <= o < out. */
+static int axis_hits(int32_t c, int32_t ks, int32_t s, int32_t p, int32_t out, int32_t *k, int32_t *o)
+{
+    int64_t t = (int64_t)c + p;
+    int32_t k0 = (int32_t)(t % s), m = 0;
+    for (int32_t kk = k0; kk < ks; kk += s) {
+        int64_t oo = (t - kk) / s;
+        if (oo < 0) break;   /* larger kk only go lower */
+        if (oo < out) { k[m] = kk; o[m] = (int32_t)oo; m++; }
+    }
+    return m;
+}
+
+/* Calls the body for every (k, out key) of input coordinate c. */
+#define FOR_HITS(c, BODY)                                                                           \
+    do {                                                                                            \
+        int32_t kx_[27], ox_[27], ky_[27], oy_[27], kz_[27], oz_[27];                               \
+        int nx_ = axis_hits((c)[0], ksize[0], stride[0], pad[0], od[0], kx_, ox_);                  \
+        int ny_ = nx_ ? axis_hits((c)[1], ksize[1], stride[1], pad[1], od[1], ky_, oy_) : 0;       \
+        int nz_ = ny_ ? axis_hits((c)[2], ksize[2], stride[2], pad[2], od[2], kz_, oz_) : 0;       \
+        for (int a_ = 0; a_ < nx_; a_++)                                                            \
+            for (int b_ = 0; b_ < ny_; b_++)                                                        \
+                for (int c_ = 0; c_ < nz_; c_++) {                                                  \
+                    int32_t hk = (kx_[a_] * ksize[1] + ky_[b_]) * ksize[2] + kz_[c_];               \
+                    uint32_t hkey = ((uint32_t)ox_[a_] * (uint32_t)od[1] + (uint32_t)oy_[b_])       \
+                                    * (uint32_t)od[2] + (uint32_t)oz_[c_];                          \
+                    BODY;                                                                           \
+                }                                                                                   \
+    } while (0)
+
+pv_status pvs_rulebook_down(const pvs_sites *in, const int32_t ksize[3], const int32_t stride[3],
+                            const int32_t pad[3], pvs_sites *out, pvs_rulebook *rb, void *scratch,
+                            pvc_msg *msg)
+{
+    static const char fn[] = "pvs_rulebook_down";
+    if (!in || !ksize || !stride || !pad || !out || !rb || !scratch)
+        return pvc_fail(msg, PV_EINPUT, "%s: in, ksize, stride, pad, out, rulebook and scratch must be non-NULL", fn);
+    int32_t K;
+    pv_status st = check_sites(fn, "in", in, msg);
+    if (st == PV_OK) st = check_ksize(fn, ksize, false, &K, msg);
+    if (st == PV_OK) st = check_rb(fn, rb, msg);
+    if (st != PV_OK) return st;
+    out->n = 0;
+    int32_t od[3];
+    for (int d = 0; d < 3; d++) {
+        if (stride[d] < 1 || stride[d] > (1 << 20))
+            return pvc_fail(msg, PV_EINPUT, "%s: stride.%c = %d must be in [1, 2^20]", fn, AXIS[d], stride[d]);
+        if (pad[d] < 0 || pad[d] > (1 << 20))
+            return pvc_fail(msg, PV_EINPUT, "%s: pad.%c = %d must be in [0, 2^20]", fn, AXIS[d], pad[d]);
+        int64_t span = (int64_t)in->shape[d] + 2 * (int64_t)pad[d] - ksize[d];
+        if (span < 0)
+            return pvc_fail(msg, PV_EINPUT, "%s: along %c, in %d + 2 x pad %d < ksize %d: no output", fn, AXIS[d],
+                            in->shape[d], pad[d], ksize[d]);
+        int64_t o = span / stride[d] + 1;
+        if (o > INT32_MAX) return pvc_fail(msg, PV_EINPUT, "%s: out dim %c = %lld is too large", fn, AXIS[d], (long long)o);
+        od[d] = (int32_t)o;
+    }
+    memcpy(out->shape, od, sizeof od);
+    if (!pvs_grid_keys_ok(od))
+        return pvc_fail(msg, PV_EINPUT, "%s: out shape %d x %d x %d has 2^32 - 1 cells or more", fn, od[0], od[1], od[2]);
+    if (out->cap < 0 || (out->cap > 0 && !out->xyz))
+        return pvc_fail(msg, PV_EINPUT, "%s: out cap = %lld with a NULL xyz", fn, (long long)out->cap);
+    const int64_t n = in->n;
+    rb_reset(rb, ksize, K, n);
+
+    /* inputs in (x, y, z) order */
+    uint64_t *a = scratch, *b = a + (n > 0 ? n : 1);
+    bool sorted = true;
+    uint32_t max_key = 0;
+    int64_t max_j = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const int32_t *c = in->xyz + 3 * j;
+        if (!in_shape(c, in->shape)) return outside(fn, in, j, msg);
+        uint32_t key = site_key(c, in->shape);
+        if (j > 0 && key <= max_key) {
+            if (key == max_key) return duplicate(fn, in, max_j, j, msg);
+            sorted = false;
+        } else {
+            max_key = key;
+            max_j = j;
+        }
+        a[j] = (uint64_t)key << 32 | (uint64_t)j;
+    }
+    if (!sorted) {
+        a = sort_keys(a, b, n, max_key);
+        for (int64_t j = 1; j < n; j++)
+            if (a[j] >> 32 == a[j - 1] >> 32) return duplicate(fn, in, (uint32_t)a[j - 1], (uint32_t)a[j], msg);
+    }
+
+    int64_t count[27] = { 0 };
+    for (int64_t j = 0; j < n; j++) FOR_HITS(in->xyz + 3 * j, { (void)hkey; count[hk]++; });
+    st = layout(fn, rb, count, msg);
+    if (st != PV_OK) return st;
+
+    /* lists in sorted-input order, so each is sorted by output key; keys parked in out_idx */
+    int64_t cur[27];
+    memcpy(cur, rb->start, sizeof cur);
+    for (int64_t j = 0; j < n; j++) {
+        int32_t idx = (int32_t)(uint32_t)a[j];
+        FOR_HITS(in->xyz + 3 * (int64_t)idx, {
+            rb->in_idx[cur[hk]] = idx;
+            rb->out_idx[cur[hk]++] = (int32_t)hkey;
+        });
+    }
+
+    /* K-way merge: number the distinct keys in increasing order; keys never reach UINT32_MAX */
+    uint32_t head[27];
+    int64_t pos[27];
+    for (int32_t k = 0; k < K; k++) {
+        pos[k] = rb->start[k];
+        head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
+    }
+    const uint32_t plane = (uint32_t)od[1] * (uint32_t)od[2];
+    int64_t n_out = 0;
+    for (;;) {
+        uint32_t m = UINT32_MAX;
+        for (int32_t k = 0; k < K; k++) m = head[k] < m ? head[k] : m;
+        if (m == UINT32_MAX) break;
+        if (n_out < out->cap) {
+            int32_t *o = out->xyz + 3 * n_out;
+            o[0] = (int32_t)(m / plane);
+            o[1] = (int32_t)(m % plane / (uint32_t)od[2]);
+            o[2] = (int32_t)(m % (uint32_t)od[2]);
+        }
+        for (int32_t k = 0; k < K; k++) {
+            if (head[k] != m) continue;
+            rb->out_idx[pos[k]++] = (int32_t)n_out;
+            head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
+        }
+        n_out++;
+    }
+    if (n_out > out->cap)
+        return pvc_fail(msg, PV_EINPUT, "%s: %lld out sites (from %lld in sites, ksize %d x %d x %d, stride %d x %d x %d) "
+                        "exceed the out capacity of %lld", fn, (long long)n_out, (long long)n, ksize[0], ksize[1],
+                        ksize[2], stride[0], stride[1], stride[2], (long long)out->cap);
+    out->n = n_out;
+    rb->n_out = n_out;
+    return PV_OK;
+}

@@ -1,0 +1,105 @@
+/* sparse: voxelization, coordinate hashing, rulebooks and sparse 3D convolution on active
+ * sites (submanifold and strided), for lidar encoders such as BEVFusion's. Prefix pvs_.
+ *
+ *   pvs_voxelize()          points -> voxels (first-come voxel order, first P points each)
+ *   pvs_rulebook_subm()     one rulebook per level, shared by all submanifold convs there
+ *   pvs_rulebook_down()     strided conv: output site set + rulebook
+ *   pvs_conv()              gather - GEMM - scatter over a rulebook, with a fused epilogue
+ *                           (bias, residual add, ReLU); pvs_conv_ref() is its plain twin
+ *
+ * Coordinates are (x, y, z) int32 triples in these functions (the voxelizer also writes the
+ * ONNX's (z, y, x) order). Memory: every function that keeps arrays takes caller-provided
+ * capacities and fails with PV_EINPUT (message with the counts) when they would overflow;
+ * nothing is clipped. Scratch comes from pvs_*_scratch_bytes sized buffers so that a frame
+ * allocates nothing. */
+#ifndef PVS_SPARSE_H
+#define PVS_SPARSE_H
+
+#include "core/core.h"
+
+/* ---- voxelization (BEVFusion spec section 1.5) ------------------------------------------ */
+typedef struct pvs_voxel_cfg {
+    float   range_min[3];   /* x, y, z (m) */
+    float   voxel_size[3];  /* x, y, z (m) */
+    int32_t grid[3];        /* x, y, z cells (1440, 1440, 40): points at c_d >= grid_d dropped */
+    int32_t max_points;     /* points kept per voxel (10) */
+    int64_t max_voxels;     /* voxels kept (256,000); later new voxels are dropped */
+    int32_t nfeat;          /* floats copied per point into a voxel slot (4: x, y, z, time_lag) */
+} pvs_voxel_cfg;
+
+typedef struct pvs_voxels {
+    int64_t  cap;           /* capacity in voxels of the arrays below (caller-owned) */
+    float   *feat;          /* [cap, max_points, nfeat], zero padded */
+    int32_t *npoints;       /* [cap], 1..max_points */
+    int32_t *coors_zyx;     /* [cap, 3] z, y, x */
+    int64_t  n;             /* voxels made */
+    int64_t  points_in;     /* points inside the grid */
+    int64_t  points_out_of_range;
+    int64_t  points_voxel_full;   /* dropped: their voxel already had max_points */
+    int64_t  points_over_cap;     /* dropped: their voxel would have been past max_voxels */
+} pvs_voxels;
+
+/* Index rule: c_d = floor((p_d - min_d) / size_d) computed in float32; a point is dropped if
+ * any c_d < 0 or c_d >= grid_d. Points are rows of `stride` floats whose first nfeat values
+ * are copied (the first three are x, y, z). Non-finite points must be removed beforehand.
+ * scratch: pvs_voxelize_scratch_bytes(cfg, npts) bytes (the key -> voxel hash). */
+size_t    pvs_voxelize_scratch_bytes(const pvs_voxel_cfg *cfg, int64_t npts);
+pv_status pvs_voxelize(const pvs_voxel_cfg *cfg, const float *pts, int64_t npts, int32_t stride,
+                       pvs_voxels *out, void *scratch, pvc_msg *msg);
+
+/* ---- site sets ---------------------------------------------------------------------------- */
+typedef struct pvs_sites {
+    int32_t  shape[3];      /* spatial shape x, y, z */
+    int64_t  n;             /* active sites */
+    int64_t  cap;           /* capacity of xyz (caller-owned) */
+    int32_t *xyz;           /* [cap, 3] x, y, z */
+} pvs_sites;
+
+/* ---- rulebooks ---------------------------------------------------------------------------- */
+/* For kernel offset k (k = (kx * KY + ky) * KZ + kz, the order of a [Cout, KX, KY, KZ, Cin]
+ * filter), pairs start[k] .. start[k+1]-1 of in_idx/out_idx: in site in_idx[p] contributes
+ * to out site out_idx[p] through W[k]. Within one k every out_idx is distinct (so one k can
+ * be scattered in parallel without atomics). */
+typedef struct pvs_rulebook {
+    int32_t  ksize[3];
+    int32_t  K;             /* KX * KY * KZ */
+    int64_t  start[28];     /* K + 1 entries used (K <= 27) */
+    int64_t  cap;           /* capacity of in_idx/out_idx in pairs (caller-owned) */
+    int32_t *in_idx;
+    int32_t *out_idx;
+    int64_t  n_in, n_out;   /* site counts it was built for */
+} pvs_rulebook;
+
+/* Submanifold conv (stride 1, padding k/2, dilation 1): out sites = in sites;
+ * out q gathers in site q + (k - ksize/2) when active. scratch: pvs_hash_scratch_bytes(n). */
+size_t    pvs_hash_scratch_bytes(int64_t n);
+pv_status pvs_rulebook_subm(const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
+                            void *scratch, pvc_msg *msg);
+
+/* Strided ("regular") sparse conv: out_dim = floor((in + 2p - k) / s) + 1 per axis; the out
+ * site set is every o in range reached by >= 1 active input (o * s - p + k = i), sorted by
+ * (x, y, z) lexicographically (deterministic). scratch: pvs_down_scratch_bytes(in->n, K). */
+size_t    pvs_down_scratch_bytes(int64_t n_in, int32_t K);
+pv_status pvs_rulebook_down(const pvs_sites *in, const int32_t ksize[3], const int32_t stride[3],
+                            const int32_t pad[3], pvs_sites *out, pvs_rulebook *rb, void *scratch,
+                            pvc_msg *msg);
+
+/* ---- convolution -------------------------------------------------------------------------- */
+typedef struct pvs_conv_desc {
+    int32_t      cin, cout;
+    const float *w;         /* [K, cin, cout] (BN folded by the caller) */
+    const float *bias;      /* [cout] or NULL */
+    bool         relu;      /* after bias + residual */
+} pvs_conv_desc;
+
+/* out[m, :] = act(sum over pairs (i -> m) of in[i, :] W[k] + bias + residual[m, :]).
+ * in [rb->n_in, cin], out and residual [rb->n_out, cout] rows contiguous; residual may be
+ * NULL and may not alias out. ws: pvs_conv_ws_bytes() bytes. */
+size_t pvs_conv_ws_bytes(const pvs_rulebook *rb, const pvs_conv_desc *d, int threads);
+void   pvs_conv(pvc_pool *pool, const pvs_rulebook *rb, const pvs_conv_desc *d, const float *in,
+                const float *residual, float *out, void *ws);
+/* The plain twin: per pair, per channel, no GEMM, no threads. The tests' oracle. */
+void   pvs_conv_ref(const pvs_rulebook *rb, const pvs_conv_desc *d, const float *in,
+                    const float *residual, float *out);
+
+#endif

@@ -1,0 +1,259 @@
+/* BEVFusion model agreement: runs the bundle on every case under a fixtures directory and
+ * compares with the independent PyTorch/numpy reference (tools/ref/bevfusion_ref.py):
+ *
+ *   bevfusion_check FIXTURES_DIR [SHARED_DATA_DIR] [--weights DIR]
+ *
+ * Each case dir holds case.json (input, format, T_base_from_sensor, time_lag_col, params) and
+ * expected.npz. Gates (issue 4): voxel and level counts exact; the raw outputs bbox_pred and
+ * score PCC >= 0.9999 and label_pred identical; final objects identical in count and labels,
+ * boxes within 1e-3 m / 1e-3 rad. Two fp32 implementations may order near-equal heat values
+ * differently in TopK, so proposals are matched by content: a proposal may sit at another rank
+ * (or swap into/out of the top P at the boundary) only when the reference's heat values at the
+ * two ranks differ by at most TIE_TOL; every such case is printed. Cases whose input lives in
+ * the shared data directory are skipped (not failed) when it is absent. */
+#include "api/model_api.h"
+#include "graph/onnx.h"
+#include "io/io.h"
+#include "io/points.h"
+#include "models/bevfusion/bundle.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TIE_TOL   2e-5     /* absolute, on heat values in [0, 1] */
+#define MATCH_TOL 2e-3     /* max |a - b| / (1 + |b|) over a proposal's 10 rows */
+#define BOX_TOL   1e-3
+
+static const pvc_tensor *arr(const pvio_arrays *a, const char *name)
+{
+    for (int i = 0; i < a->n; i++) if (!strcmp(a->a[i].name, name)) return &a->a[i].t;
+    return NULL;
+}
+
+static double as_d(const pvc_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case PV_F32: return ((const float *)t->data)[i];
+    case PV_I64: return (double)((const int64_t *)t->data)[i];
+    case PV_I32: return ((const int32_t *)t->data)[i];
+    case PV_U8: return ((const uint8_t *)t->data)[i];
+    default: return NAN;
+    }
+}
+
+static double pcc(const double *a, const double *b, int64_t n)
+{
+    double ma = 0, mb = 0;
+    for (int64_t i = 0; i < n; i++) { ma += a[i]; mb += b[i]; }
+    ma /= n; mb /= n;
+    double sab = 0, saa = 0, sbb = 0;
+    for (int64_t i = 0; i < n; i++) { sab += (a[i] - ma) * (b[i] - mb); saa += (a[i] - ma) * (a[i] - ma); sbb += (b[i] - mb) * (b[i] - mb); }
+    return saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : (saa == sbb ? 1.0 : 0.0);
+}
+
+static double wrap(double a) { while (a > M_PI) a -= 2 * M_PI; while (a < -M_PI) a += 2 * M_PI; return a; }
+
+/* Returns 0 pass, 1 fail, 2 skipped. */
+static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
+{
+    char p[8192];
+    snprintf(p, sizeof p, "%.8000s/case.json", dir);
+    void *jb = NULL;
+    size_t jl = 0;
+    pvc_msg msg = { { 0 } };
+    if (pvg_read_file(p, &jb, &jl, &msg) != PV_OK) { printf("FAIL %s: %s\n", dir, msg.text); return 1; }
+    cJSON *cj = cJSON_Parse(jb);
+    pvc_free(jb);
+    const cJSON *jin = cJSON_GetObjectItem(cj, "input"), *jfmt = cJSON_GetObjectItem(cj, "format");
+    if (!cJSON_IsString(jin) || !cJSON_IsString(jfmt)) { printf("FAIL %s: case.json needs input and format\n", dir); cJSON_Delete(cj); return 1; }
+    char path[8192];
+    if (!strncmp(jin->valuestring, "$SHARED/", 8)) {
+        if (!shared) { printf("SKIP %s: no shared data dir\n", dir); cJSON_Delete(cj); return 2; }
+        snprintf(path, sizeof path, "%s/%s", shared, jin->valuestring + 8);
+        FILE *f = fopen(path, "rb");
+        if (!f) { printf("SKIP %s: %s is absent\n", dir, path); cJSON_Delete(cj); return 2; }
+        fclose(f);
+    } else {
+        const char *src = getenv("PV_SOURCE_DIR");
+        snprintf(path, sizeof path, "%s/%s", src ? src : ".", jin->valuestring);
+    }
+    int fail = 0;
+    pvio_cloud c = { 0 };
+    pvio_arrays exp = { 0 };
+    pvm_bevfusion_result r;
+    memset(&r, 0, sizeof r);
+    pvm_bevfusion_params prm = *pvm_bevfusion_defaults(m);
+    if (pvio_cloud_read_file(path, strcmp(jfmt->valuestring, "auto") ? jfmt->valuestring : NULL, &c, &msg) != PV_OK) {
+        printf("FAIL %s: %s\n", dir, msg.text);
+        fail = 1;
+        goto done;
+    }
+    const cJSON *jt = cJSON_GetObjectItem(cj, "T_base_from_sensor");
+    if (cJSON_IsArray(jt) && cJSON_GetArraySize(jt) == 16) {
+        double T[16];
+        for (int i = 0; i < 16; i++) T[i] = cJSON_GetArrayItem(jt, i)->valuedouble;
+        for (int64_t i = 0; i < c.n; i++) {
+            float *q = c.data + i * c.ncols;
+            double x = q[0], y = q[1], z = q[2];
+            q[0] = (float)(T[0] * x + T[1] * y + T[2] * z + T[3]);
+            q[1] = (float)(T[4] * x + T[5] * y + T[6] * z + T[7]);
+            q[2] = (float)(T[8] * x + T[9] * y + T[10] * z + T[11]);
+        }
+    }
+    const cJSON *jtl = cJSON_GetObjectItem(cj, "time_lag_col");
+    int tl = cJSON_IsNumber(jtl) ? jtl->valueint : -1;
+    const cJSON *jp = cJSON_GetObjectItem(cj, "params");
+    for (const cJSON *it = jp ? jp->child : NULL; it; it = it->next) {
+        char val[256];
+        if (cJSON_IsString(it)) snprintf(val, sizeof val, "%s", it->valuestring);
+        else snprintf(val, sizeof val, "%.17g", it->valuedouble);
+        if (pvm_bevfusion_param_set(&prm, it->string, val, &msg) != PV_OK) { printf("FAIL %s: %s\n", dir, msg.text); fail = 1; goto done; }
+    }
+    pvm_bevfusion_frame_in fin = { .pts = c.data, .n = c.n, .stride = c.ncols, .time_lag_col = tl };
+    if (pvm_bevfusion_run(m, &fin, &prm, &r, &msg) != PV_OK) { printf("FAIL %s: %s\n", dir, msg.text); fail = 1; goto done; }
+    snprintf(p, sizeof p, "%.8000s/expected.npz", dir);
+    if (pvio_npz_read_file(p, &exp, &msg) != PV_OK) { printf("FAIL %s: %s\n", dir, msg.text); fail = 1; goto done; }
+    const pvc_tensor *eb = arr(&exp, "bbox_pred"), *es = arr(&exp, "score"), *el = arr(&exp, "label_pred"),
+                     *ev = arr(&exp, "voxel_count"), *elc = arr(&exp, "level_counts"), *eh = arr(&exp, "heat_top"),
+                     *ol = arr(&exp, "obj_label"), *oxyz = arr(&exp, "obj_xyz"), *olwh = arr(&exp, "obj_lwh"),
+                     *oyaw = arr(&exp, "obj_yaw"), *osc = arr(&exp, "obj_score");
+    if (!eb || !es || !el || !ev || !elc || !eh || !ol || !oxyz || !olwh || !oyaw || !osc) {
+        printf("FAIL %s: expected.npz lacks an array\n", dir);
+        fail = 1;
+        goto done;
+    }
+    const int P = r.P;
+    /* counts */
+    printf("%s: voxels %lld (ref %.0f), levels", dir, (long long)r.num_voxels, as_d(ev, 0));
+    if ((double)r.num_voxels != as_d(ev, 0)) fail = 1;
+    for (int l = 0; l < r.enc.nlevels && l < pvc_numel(elc); l++) {
+        printf(" %lld/%.0f", (long long)r.enc.active[l], as_d(elc, l));
+        if ((double)r.enc.active[l] != as_d(elc, l)) fail = 1;
+    }
+    printf("%s\n", fail ? "  <- MISMATCH" : "");
+    if (pvc_numel(eb) != 10 * P || pvc_numel(es) != P || pvc_numel(el) != P) { printf("FAIL %s: expected sizes\n", dir); fail = 1; goto done; }
+    /* proposals: match by content */
+    int *match = malloc((size_t)P * sizeof *match);
+    bool *used = calloc((size_t)P, sizeof *used);
+    double *a = malloc((size_t)P * 11 * sizeof *a), *b = malloc((size_t)P * 11 * sizeof *b);
+    int unmatched = 0, swaps = 0, bad_swaps = 0, na = 0;
+    for (int i = 0; i < P; i++) {
+        int best = -1;
+        double bd = 1e30;
+        for (int j = 0; j < P; j++) {
+            if (used[j] || (double)r.label_pred[i] != as_d(el, j)) continue;
+            double d = 0;
+            for (int k = 0; k < 10; k++) {
+                double x = r.bbox_pred[k * P + i], y = as_d(eb, k * P + j);
+                double e = fabs(x - y) / (1 + fabs(y));
+                if (e > d) d = e;
+            }
+            if (d < bd) { bd = d; best = j; }
+            if (d == 0) break;
+        }
+        match[i] = bd <= MATCH_TOL ? best : -1;
+        if (match[i] < 0) {
+            unmatched++;
+            double hi = as_d(eh, i < P ? i : P - 1), hb = as_d(eh, P);
+            if (fabs(hi - hb) > TIE_TOL) { bad_swaps++; printf("  proposal %d (label %lld) has no reference match (best %.3g)\n", i, (long long)r.label_pred[i], bd); }
+            continue;
+        }
+        used[match[i]] = true;
+        if (match[i] != i) {
+            swaps++;
+            if (fabs(as_d(eh, i) - as_d(eh, match[i])) > TIE_TOL) {
+                bad_swaps++;
+                printf("  proposal %d sits at reference rank %d: heat %.8f vs %.8f is not a near-tie\n", i, match[i], as_d(eh, i), as_d(eh, match[i]));
+            }
+        }
+        for (int k = 0; k < 10; k++) { a[na * 11 + k] = r.bbox_pred[k * P + i]; b[na * 11 + k] = as_d(eb, k * P + match[i]); }
+        a[na * 11 + 10] = r.score[i];
+        b[na * 11 + 10] = as_d(es, match[i]);
+        na++;
+    }
+    /* PCC per output over matched proposals, and label_pred identity up to near-ties */
+    double *x = malloc((size_t)P * 10 * sizeof *x), *y = malloc((size_t)P * 10 * sizeof *y);
+    for (int i = 0; i < na; i++) for (int k = 0; k < 10; k++) { x[i * 10 + k] = a[i * 11 + k]; y[i * 10 + k] = b[i * 11 + k]; }
+    double pb = pcc(x, y, (int64_t)na * 10);
+    for (int i = 0; i < na; i++) { x[i] = a[i * 11 + 10]; y[i] = b[i * 11 + 10]; }
+    double ps = pcc(x, y, na);
+    int label_diff = 0;
+    for (int i = 0; i < P; i++) if ((double)r.label_pred[i] != as_d(el, i)) label_diff++;
+    printf("  proposals: %d matched, %d unmatched, %d at another rank (near-ties), %d not explained; bbox_pred PCC %.7f, score PCC %.7f;"
+           " label_pred positions differing %d\n", na, unmatched, swaps, bad_swaps, pb, ps, label_diff);
+    if (bad_swaps || pb < 0.9999 || ps < 0.9999) fail = 1;
+    free(match); free(used); free(a); free(b); free(x); free(y);
+    /* final objects */
+    int64_t no = pvc_numel(ol);
+    printf("  objects: %d (ref %lld)\n", r.nobjects, (long long)no);
+    if (r.nobjects != no) fail = 1;
+    for (int i = 0; i < r.nobjects && i < no; i++) {
+        const pvm_bevfusion_object *o = &r.objects[i];
+        double dp = 0, dd = 0;
+        for (int k = 0; k < 3; k++) {
+            dp = fmax(dp, fabs(o->position[k] - as_d(oxyz, i * 3 + k)));
+            dd = fmax(dd, fabs(o->dimensions[k] - as_d(olwh, i * 3 + k)));
+        }
+        double dy = fabs(wrap(o->yaw - as_d(oyaw, i)));
+        if (o->label != as_d(ol, i) || dp > BOX_TOL || dd > BOX_TOL || dy > BOX_TOL) {
+            printf("  object %d: label %u/%.0f, |dpos| %.2g |ddim| %.2g |dyaw| %.2g score %.6f/%.6f\n", i, o->label, as_d(ol, i), dp, dd, dy,
+                   o->existence_probability, as_d(osc, i));
+            fail = 1;
+        }
+    }
+    printf("%s %s\n", fail ? "FAIL" : "PASS", dir);
+done:
+    pvm_bevfusion_result_free(&r);
+    pvio_arrays_free(&exp);
+    pvio_cloud_free(&c);
+    cJSON_Delete(cj);
+    return fail;
+}
+
+int main(int argc, char **argv)
+{
+    const char *pos[2] = { NULL, NULL }, *weights = NULL;
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
+        else if (npos < 2) pos[npos++] = argv[i];
+    }
+    if (!pos[0]) { fprintf(stderr, "usage: bevfusion_check FIXTURES_DIR [SHARED_DATA_DIR] [--weights DIR]\n"); return 2; }
+    argv[1] = (char *)pos[0];
+    const char *shared = pos[1];
+    pvm_bevfusion *m = NULL;
+    pvm_bevfusion_options o = { .threads = 0, .weights_dir = weights };
+    pvc_msg msg = { { 0 } };
+    if (pvm_bevfusion_open(&o, &m, &msg) != PV_OK) { printf("FAIL open: %s\n", msg.text); return 1; }
+    DIR *d = opendir(argv[1]);
+    if (!d) { printf("FAIL: cannot open %s\n", argv[1]); pvm_bevfusion_close(m); return 1; }
+    char names[64][256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 64) {
+        if (e->d_name[0] == '.') continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s/case.json", argv[1], e->d_name);
+        FILE *f = fopen(p, "rb");
+        if (!f) continue;
+        fclose(f);
+        snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    int fails = 0, passes = 0;
+    for (int i = 0; i < n; i++) {
+        char p[8192];
+        snprintf(p, sizeof p, "%.7000s/%.255s", argv[1], names[i]);
+        int rc = run_case(m, p, shared);
+        if (rc == 1) fails++;
+        if (rc == 0) passes++;
+    }
+    pvm_bevfusion_close(m);
+    printf("%d passed, %d failed, %d skipped\n", passes, fails, n - passes - fails);
+    return fails || !passes ? 1 : 0;
+}

@@ -1,0 +1,19 @@
+/* perceive CLI: shared helpers and the command entry points of tools/cli_*.c. */
+#ifndef PV_CLI_H
+#define PV_CLI_H
+
+#include <stddef.h>
+
+int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out);
+/* Whole file into a malloc'ed buffer; prints the error. */
+int cli_read_file(const char *path, void **buf, size_t *len);
+/* "-" is stdout. Print the error. */
+int cli_write_text(const char *path, const char *text);
+int cli_write_bytes(const char *path, const void *buf, size_t len);
+
+int cli_models(void);
+int cli_info(int argc, char **argv);
+int cli_gen(int argc, char **argv);
+int cli_run(int argc, char **argv);
+
+#endif

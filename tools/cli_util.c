@@ -1,0 +1,57 @@
+/* perceive CLI: argument and file helpers. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || !end || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "perceive: %s: '%s' is not an integer in [%lld, %lld]\n", flag, v, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int cli_read_file(const char *path, void **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "perceive: '%s': %s\n", path, f ? "not a regular file" : strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    *buf = malloc((size_t)st.st_size + 1);
+    if (!*buf) { fclose(f); fprintf(stderr, "perceive: '%s': out of memory\n", path); return -1; }
+    *len = fread(*buf, 1, (size_t)st.st_size, f);
+    bool err = ferror(f) || *len != (size_t)st.st_size;
+    fclose(f);
+    if (err) { free(*buf); *buf = NULL; fprintf(stderr, "perceive: '%s': read error\n", path); return -1; }
+    return 0;
+}
+
+int cli_write_bytes(const char *path, const void *buf, size_t len)
+{
+    if (!strcmp(path, "-")) return fwrite(buf, 1, len, stdout) == len ? 0 : -1;
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len) {
+        fprintf(stderr, "perceive: cannot write '%s': %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    if (fclose(f) != 0) { fprintf(stderr, "perceive: cannot write '%s'\n", path); return -1; }
+    return 0;
+}
+
+int cli_write_text(const char *path, const char *text) { return cli_write_bytes(path, text, strlen(text)); }
