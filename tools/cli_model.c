@@ -155,10 +155,12 @@ int cli_run(int argc, char **argv)
     if (!o.quiet) {
         printf("%s: %d objects (%.1f ms: pre %.1f, engine %.1f, post %.1f)\n", o.file, n, t.total, t.preprocess, t.engine, t.postprocess);
         if (n) printf("  %-3s %-10s %6s %8s %8s %6s %6s %6s %6s %7s\n", "#", "label", "score", "x", "y", "z", "l", "w", "h", "yaw");
-        for (int i = 0; i < n; i++)
+        int shown = n < 40 ? n : 40;   /* the whole list is in --json */
+        for (int i = 0; i < shown; i++)
             printf("  %-3d %-10s %6.3f %8.2f %8.2f %6.2f %6.2f %6.2f %6.2f %7.3f\n", i, label_name(obj[i].label),
                    obj[i].existence_probability, obj[i].position[0], obj[i].position[1], obj[i].position[2], obj[i].dimensions[0],
                    obj[i].dimensions[1], obj[i].dimensions[2], obj[i].yaw);
+        if (shown < n) printf("  ... %d more (all of them in --json)\n", n - shown);
     }
     if (o.json && cli_write_text(o.json, pv_result_json(r))) goto done;
     if (o.png) {

@@ -1,12 +1,14 @@
 #!/bin/sh
-# `make run`: the main job. Until the lidar detector lands, it runs the shipped demo graph
-# (tests/fixtures/demo: a small conv net exported the way torch/onnx export models) through
-# `perceive onnx run` and prints its outputs.
+# `make run`: the main job. Runs the BEVFusion-L lidar detector on the shipped synthetic frame
+# (tests/fixtures/bevfusion/scene/scene_000.pcd: a simulated 64-beam scan with 12 objects of each
+# class), prints the objects, and writes the JSON result and a bird's-eye-view PNG to build/demo/.
+# Without the released weights in the cache (see README), the model is generated on first use
+# (the release's structure, seeded random weights) and every output says so.
 set -e
 PERCEIVE=${1:-build/perceive}
 cd "$(dirname "$0")/.."
+mkdir -p build/demo
 "$PERCEIVE" version
-"$PERCEIVE" onnx info tests/fixtures/demo/model.onnx
-"$PERCEIVE" onnx run tests/fixtures/demo/model.onnx --inputs tests/fixtures/demo/inputs.npz \
-    --outputs build/demo_outputs.npz
-echo "outputs written to build/demo_outputs.npz"
+"$PERCEIVE" run bevfusion tests/fixtures/bevfusion/scene/scene_000.pcd \
+    --json build/demo/bevfusion.json --png build/demo/bevfusion.png
+echo "result: build/demo/bevfusion.json, picture: build/demo/bevfusion.png"

@@ -3,8 +3,10 @@
  * Submanifold (out sites = in sites): the sites go into the coordinate hash; each site q looks
  * up only the lower half of the offsets (k < K/2). A pair found that way, i = q + off(k), is
  * also the pair q = i + off(K-1-k) seen from i (odd kernels are symmetric), so it is written
- * into both neighbour rows of a [n, K] table: half the probes of a plain scan. A pass over the
- * table in site order then emits every k's pairs with increasing out_idx.
+ * into both neighbour rows of a [n, K] table: half the probes of a plain scan. The probes go
+ * in chunks of sites whose neighbours' home slots are prefetched first (the table outgrows L2
+ * at ~64k sites). A pass over the table in site order then emits every k's pairs with
+ * increasing out_idx.
  *
  * Strided: no hash. The inputs are put in (x, y, z) order (a radix sort of their linear keys,
  * skipped when already sorted, as every level after the first is). For one offset k the map
@@ -239,16 +241,19 @@ static uint64_t *sort_keys(uint64_t *a, uint64_t *b, int64_t n, uint32_t max_key
 }
 
 /* The output coordinates one input coordinate c reaches along an axis, with their kernel
- * offsets: o = (c + p - k) / s for each k in [0, ksize) where it divides and 0 <= o < out. */
+ * offsets: o = (c + p - k) / s for each k in [0, ksize) where it divides and 0 <= o < out.
+ * The first such k is (c + p) mod s, each next one s further and one output lower: one
+ * division per call, none for strides 1 and 2 (BEVFusion's). c + p < 2^31 + 2^20. */
 static int axis_hits(int32_t c, int32_t ks, int32_t s, int32_t p, int32_t out, int32_t *k, int32_t *o)
 {
-    int64_t t = (int64_t)c + p;
-    int32_t k0 = (int32_t)(t % s), m = 0;
-    for (int32_t kk = k0; kk < ks; kk += s) {
-        int64_t oo = (t - kk) / s;
-        if (oo < 0) break;   /* larger kk only go lower */
+    uint32_t t = (uint32_t)c + (uint32_t)p, q, k0;
+    if (s == 1) { q = t; k0 = 0; }
+    else if (s == 2) { q = t >> 1; k0 = t & 1; }
+    else { q = t / (uint32_t)s; k0 = t - q * (uint32_t)s; }
+    int m = 0;
+    int64_t oo = q;
+    for (int32_t kk = (int32_t)k0; kk < ks && oo >= 0; kk += s, oo--)
         if (oo < out) { k[m] = kk; o[m] = (int32_t)oo; m++; }
-    }
     return m;
 }
 
@@ -338,36 +343,41 @@ pv_status pvs_rulebook_down(const pvs_sites *in, const int32_t ksize[3], const i
     memcpy(cur, rb->start, sizeof cur);
     for (int64_t j = 0; j < n; j++) {
         int32_t idx = (int32_t)(uint32_t)a[j];
+        if (j + 16 < n) __builtin_prefetch(in->xyz + 3 * (int64_t)(uint32_t)a[j + 16], 0, 3);   /* unsorted inputs */
         FOR_HITS(in->xyz + 3 * (int64_t)idx, {
             rb->in_idx[cur[hk]] = idx;
             rb->out_idx[cur[hk]++] = (int32_t)hkey;
         });
     }
 
-    /* K-way merge: number the distinct keys in increasing order; keys never reach UINT32_MAX */
-    uint32_t head[27];
+    /* K-way merge: number the distinct keys in increasing order; keys never reach UINT32_MAX.
+     * One pass over the heads per output both consumes the current key and finds the next. */
+    uint32_t head[27], m = UINT32_MAX;
     int64_t pos[27];
     for (int32_t k = 0; k < K; k++) {
         pos[k] = rb->start[k];
         head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
+        m = head[k] < m ? head[k] : m;
     }
     const uint32_t plane = (uint32_t)od[1] * (uint32_t)od[2];
     int64_t n_out = 0;
-    for (;;) {
-        uint32_t m = UINT32_MAX;
-        for (int32_t k = 0; k < K; k++) m = head[k] < m ? head[k] : m;
-        if (m == UINT32_MAX) break;
+    while (m != UINT32_MAX) {
         if (n_out < out->cap) {
             int32_t *o = out->xyz + 3 * n_out;
             o[0] = (int32_t)(m / plane);
             o[1] = (int32_t)(m % plane / (uint32_t)od[2]);
             o[2] = (int32_t)(m % (uint32_t)od[2]);
         }
+        uint32_t next = UINT32_MAX;
         for (int32_t k = 0; k < K; k++) {
-            if (head[k] != m) continue;
-            rb->out_idx[pos[k]++] = (int32_t)n_out;
-            head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
+            uint32_t h = head[k];
+            if (h == m) {
+                rb->out_idx[pos[k]++] = (int32_t)n_out;
+                h = head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
+            }
+            next = h < next ? h : next;
         }
+        m = next;
         n_out++;
     }
     if (n_out > out->cap)

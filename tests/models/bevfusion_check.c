@@ -115,6 +115,15 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
     }
     pvm_bevfusion_frame_in fin = { .pts = c.data, .n = c.n, .stride = c.ncols, .time_lag_col = tl };
     if (pvm_bevfusion_run(m, &fin, &prm, &r, &msg) != PV_OK) { printf("FAIL %s: %s\n", dir, msg.text); fail = 1; goto done; }
+    const char *dump = getenv("PV_BEVFUSION_DUMP");   /* write this run's raw outputs there (debugging) */
+    if (dump && *dump) {
+        pvio_array da[3] = { { "bbox_pred", { .dtype = PV_F32, .rank = 2, .dims = { 10, r.P }, .data = r.bbox_pred } },
+                             { "score", { .dtype = PV_F32, .rank = 1, .dims = { r.P }, .data = r.score } },
+                             { "label_pred", { .dtype = PV_I64, .rank = 1, .dims = { r.P }, .data = r.label_pred } } };
+        pvio_arrays das = { da, 3 };
+        for (int i = 0; i < 3; i++) pvc_tensor_set_contiguous(&da[i].t);
+        if (pvio_npz_write_file(dump, &das, false, &msg) != PV_OK) printf("  dump: %s\n", msg.text);
+    }
     snprintf(p, sizeof p, "%.8000s/expected.npz", dir);
     if (pvio_npz_read_file(p, &exp, &msg) != PV_OK) { printf("FAIL %s: %s\n", dir, msg.text); fail = 1; goto done; }
     const pvc_tensor *eb = arr(&exp, "bbox_pred"), *es = arr(&exp, "score"), *el = arr(&exp, "label_pred"),
