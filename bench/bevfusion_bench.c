@@ -58,13 +58,7 @@ int main(int argc, char **argv)
         pvio_cloud c = { 0 };
         if (pvio_cloud_read_file(spec, fmt && *fmt ? fmt : NULL, &c, &msg) != PV_OK) { fprintf(stderr, "%s\n", msg.text); return 1; }
         const double *T = tf && !strcmp(tf, "kitti") ? T_KITTI : tf && !strcmp(tf, "nuscenes") ? T_NUSC : NULL;
-        for (int64_t i = 0; T && i < c.n; i++) {
-            float *p = c.data + i * c.ncols;
-            double x = p[0], y = p[1], z = p[2];
-            p[0] = (float)(T[0] * x + T[1] * y + T[2] * z + T[3]);
-            p[1] = (float)(T[4] * x + T[5] * y + T[6] * z + T[7]);
-            p[2] = (float)(T[8] * x + T[9] * y + T[10] * z + T[11]);
-        }
+        if (T) pvm_bevfusion_transform_f32(c.data, c.n, c.ncols, T);
         int tl = pvio_cloud_col(&c, "time_lag");
         pvm_bevfusion_frame_in in = { .pts = c.data, .n = c.n, .stride = c.ncols, .time_lag_col = tl };
         double *st[7];

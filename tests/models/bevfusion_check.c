@@ -96,13 +96,7 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
     if (cJSON_IsArray(jt) && cJSON_GetArraySize(jt) == 16) {
         double T[16];
         for (int i = 0; i < 16; i++) T[i] = cJSON_GetArrayItem(jt, i)->valuedouble;
-        for (int64_t i = 0; i < c.n; i++) {
-            float *q = c.data + i * c.ncols;
-            double x = q[0], y = q[1], z = q[2];
-            q[0] = (float)(T[0] * x + T[1] * y + T[2] * z + T[3]);
-            q[1] = (float)(T[4] * x + T[5] * y + T[6] * z + T[7]);
-            q[2] = (float)(T[8] * x + T[9] * y + T[10] * z + T[11]);
-        }
+        pvm_bevfusion_transform_f32(c.data, c.n, c.ncols, T);
     }
     const cJSON *jtl = cJSON_GetObjectItem(cj, "time_lag_col");
     int tl = cJSON_IsNumber(jtl) ? jtl->valueint : -1;

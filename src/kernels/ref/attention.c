@@ -1,6 +1,7 @@
-/* Attention kernels (see attention.h).
+/* Attention kernels (see attention.h): the blocked kernel, the reference, the lane kernels'
+ * shared driver (work split, key blocks), and the variant table with the per-shape choice.
  *
- * Streaming kernel, per work item (one batch entry, one block of up to PVK_ATTN_BQ query rows):
+ * Blocked kernel, per work item (one batch entry, one block of up to PVK_ATTN_BQ query rows):
  *   for each block of PVK_ATTN_BK keys:
  *     S = scale * Qblk Kblk^T (+ mask)                          (pvk_gemm_f32, on the stack)
  *     per row: m' = max(m, max S), c = exp(m - m'), S = exp(S - m'), l = l * c + sum S
@@ -11,6 +12,7 @@
  * not depend on the query blocking or the thread count. */
 #include "kernels/ref/attention.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,8 +95,7 @@ int pvk_attn_out_dims(const pvk_attn_desc *d, int64_t *dims)
     return d->brank + 2;
 }
 
-/* Element offsets of batch entry b in q, k, v, mask. */
-static void batch_offsets(const pvk_attn_desc *d, int64_t b, int64_t off[4])
+void pvk_attn_batch_offsets(const pvk_attn_desc *d, int64_t b, int64_t off[4])
 {
     off[0] = off[1] = off[2] = off[3] = 0;
     for (int a = d->brank - 1; a >= 0; a--) {
@@ -160,7 +161,7 @@ static void attn_item(const attn_job *j, int64_t b, int64_t q0, int64_t nq)
     float mx[PVK_ATTN_BQ];
     double sum[PVK_ATTN_BQ];
     int64_t off[4];
-    batch_offsets(d, b, off);
+    pvk_attn_batch_offsets(d, b, off);
     const float *q = j->q + off[0] + q0 * d->D;
     const float *k = j->k + off[1], *v = j->v + off[2];
     const float *m = d->has_mask ? j->m + off[3] + q0 * d->m_row : NULL;
@@ -211,8 +212,8 @@ static void attn_range(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
-void pvk_attention_f32(pvc_pool *pool, const pvk_attn_desc *d, const float *q, const float *k,
-                       const float *v, const float *m, float *y)
+void pvk_attention_f32_blocked(pvc_pool *pool, const pvk_attn_desc *d, const float *q, const float *k,
+                               const float *v, const float *m, float *y)
 {
     if (d->nbatch <= 0 || d->Lq <= 0 || d->Dv <= 0) return;
     /* Smaller query blocks when there are too few items to keep every thread busy; rows are
@@ -228,7 +229,7 @@ void pvk_attention_ref_f32(const pvk_attn_desc *d, const float *q, const float *
 {
     for (int64_t b = 0; b < d->nbatch; b++) {
         int64_t off[4];
-        batch_offsets(d, b, off);
+        pvk_attn_batch_offsets(d, b, off);
         const float *qb = q + off[0], *kb = k + off[1], *vb = v + off[2];
         float *yb = y + b * d->Lq * d->Dv;
         for (int64_t i = 0; i < d->Lq; i++) {
@@ -252,4 +253,119 @@ void pvk_attention_ref_f32(const pvk_attn_desc *d, const float *q, const float *
             }
         }
     }
+}
+
+/* ---- lane kernels: work split and driver ---------------------------------------------------- */
+
+int64_t pvk_attn_lane_group(const pvk_attn_desc *d, int lanes, int threads)
+{
+    int64_t per_tile = PVK_ATTN_LANE_TILE_FLOATS(d, lanes);
+    int64_t g = PVK_ATTN_LANE_STATE_FLOATS / per_tile;
+    if (g < 1) return 0;
+    g = PVC_MIN(g, PVK_ATTN_LANE_GMAX);
+    int64_t ntiles = (d->Lq + lanes - 1) / lanes;
+    g = PVC_MIN(g, PVC_MAX(ntiles, 1));
+    /* Items cost the same (a partial tile does full-tile work), so balance only needs enough
+     * of them: 4 per thread, as pvc_parallel_for hands out ~4 chunks per thread. */
+    while (g > 1 && d->nbatch * ((ntiles + g - 1) / g) < 4 * (int64_t)threads) g--;
+    int64_t ngroups = (ntiles + g - 1) / g;
+    return (ntiles + ngroups - 1) / ngroups;     /* same group count, sizes evened out */
+}
+
+int64_t pvk_attn_lane_block(const pvk_attn_desc *d, int nj, int64_t ktmax)
+{
+    int64_t row = (d->D + d->Dv) * (int64_t)sizeof(float);
+    int64_t kt = row > 0 ? PVK_ATTN_LANE_KV_BYTES / row / nj * nj : ktmax;
+    return PVC_MAX(nj, PVC_MIN(kt, ktmax));
+}
+
+typedef struct lanes_job {
+    const pvk_attn_desc *d;
+    const float *q, *k, *v, *m;
+    float *y;
+    int64_t ntiles, group, ngroups;
+    pvk_attn_tiles_fn fn;
+} lanes_job;
+
+static void lanes_range(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const lanes_job *j = ctx;
+    (void)tid;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t b = t / j->ngroups, t0 = (t % j->ngroups) * j->group;
+        j->fn(j->d, j->q, j->k, j->v, j->m, j->y, b, t0, PVC_MIN(j->group, j->ntiles - t0));
+    }
+}
+
+void pvk_attn_lanes_run(pvc_pool *pool, const pvk_attn_desc *d, const float *q, const float *k,
+                        const float *v, const float *m, float *y, int lanes, int64_t group,
+                        pvk_attn_tiles_fn fn)
+{
+    if (d->nbatch <= 0 || d->Lq <= 0 || d->Dv <= 0) return;
+    if (d->Lk == 0) {       /* softmax over nothing: P is empty and P V is zero */
+        memset(y, 0, (size_t)(d->nbatch * d->Lq * d->Dv) * sizeof *y);
+        return;
+    }
+    int64_t ntiles = (d->Lq + lanes - 1) / lanes;
+    lanes_job j = { d, q, k, v, m, y, ntiles, group, (ntiles + group - 1) / group, fn };
+    pvc_parallel_for(pool, d->nbatch * j.ngroups, 1, lanes_range, &j);
+}
+
+/* ---- variants and the per-shape choice ------------------------------------------------------ */
+
+const pvk_attn_variant pvk_attn_f32_variants[] = {
+    { "blocked", PVC_ISA_SCALAR, pvk_attention_f32_blocked, 0, NULL },
+#if defined(__x86_64__)   /* x86/ files are built on x86-64 only (CMakeLists.txt) */
+    { "avx2_lanes8", PVC_ISA_AVX2, pvk_attention_f32_avx2, 8, pvk_attn_exp2_avx2 },
+    { "avx512_lanes16", PVC_ISA_AVX512, pvk_attention_f32_avx512, 16, pvk_attn_exp2_avx512 },
+#endif
+};
+const int pvk_attn_f32_nvariants = (int)PVC_COUNTOF(pvk_attn_f32_variants);
+
+static const pvk_attn_variant *best;
+static pthread_once_t best_once = PTHREAD_ONCE_INIT;
+
+static void select_best(void)
+{
+    pvc_isa isa = pvc_isa_selected();
+    best = &pvk_attn_f32_variants[0];
+    for (int i = 0; i < pvk_attn_f32_nvariants; i++)
+        if (pvk_attn_f32_variants[i].isa <= isa) best = &pvk_attn_f32_variants[i];
+}
+
+/* Where the lane kernels lose to blocked, from pv_attn_bench -T 1 (best of 5 runs, ms; the
+ * 2-core AVX-512 Xeon this was developed on, shared with other jobs, so +-15%). blocked runs
+ * the AVX-512 GEMM, and the AVX2 one under PERCEIVE_ISA=avx2 (the pair on the right, as on an
+ * AVX2-only CPU):
+ *   heads x Lq x Lk x D/Dv     blocked  avx512_lanes16 | blocked(avx2)  avx2_lanes8
+ *   8 x 500 x 32400 x 16/16     446       95.2          |   479          183
+ *   8 x 500 x 500 x 16/16        10.0      2.17         |    11.1          4.46
+ *   16 x 192 x 192 x 80/80        4.69     3.18         |     7.44         5.96
+ *   8 x 1024 x 1024 x 32/32      41.1     16.5          |    58.5          33.4
+ *   8 x 1024 x 1024 x 64/64      41.3     20.0          |    87.6          61.9
+ *   8 x 1024 x 1024 x 128/128    61.4     40.5          |   141.7         123.0
+ *   4 x 1024 x 1024 x 256/256    51.5     51.3          |   124.4         131.5
+ *   8 x 4 x 32400 x 16/16         7.72     3.56         |    12.4           6.65
+ *   8 x 4 x 4096 x 64/64          1.71     1.92         |     3.27          2.51
+ *   8 x 1 x 4096 x 64/64          1.41     1.93         |     2.56          2.35
+ *   8 x 1 x 32400 x 16/16         4.21     3.54         |     8.96          6.71
+ * Each lane-kernel FMA takes one broadcast load and a tile is `lanes` rows by one key, so as D
+ * and Dv grow the GEMM's register blocking catches up: even at 256, blocked from there on.
+ * Few query rows leave lanes idle; at a quarter of the lanes or less and D >= 64 that costs
+ * more than the GEMM's packing. */
+static bool lanes_lose(const pvk_attn_desc *d, int lanes)
+{
+    return d->D > 128 || d->Dv > 128 || (d->Lq * 4 <= lanes && d->D >= 64);
+}
+
+const pvk_attn_variant *pvk_attn_f32_pick(const pvk_attn_desc *d)
+{
+    pthread_once(&best_once, select_best);
+    return best->lanes > 0 && lanes_lose(d, best->lanes) ? &pvk_attn_f32_variants[0] : best;
+}
+
+void pvk_attention_f32(pvc_pool *pool, const pvk_attn_desc *d, const float *q, const float *k,
+                       const float *v, const float *m, float *y)
+{
+    pvk_attn_f32_pick(d)->fn(pool, d, q, k, v, m, y);
 }

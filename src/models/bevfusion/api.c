@@ -91,18 +91,6 @@ static pv_status frame_param(frame_params *f, const char *k, const char *v, bool
     return PV_OK;
 }
 
-/* Applies T (row-major, double) to x, y, z of every row in place. */
-static void transform_cloud(pvio_cloud *c, const double T[16])
-{
-    for (int64_t i = 0; i < c->n; i++) {
-        float *p = c->data + i * c->ncols;
-        double x = p[0], y = p[1], z = p[2];
-        p[0] = (float)(T[0] * x + T[1] * y + T[2] * z + T[3]);
-        p[1] = (float)(T[4] * x + T[5] * y + T[6] * z + T[7]);
-        p[2] = (float)(T[8] * x + T[9] * y + T[10] * z + T[11]);
-    }
-}
-
 static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param *prm, int np, pv_result **out, pvc_msg *msg)
 {
     pvm_bevfusion *m = impl;
@@ -145,8 +133,8 @@ static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param
     double t1 = pvc_now_ms();
     if (s != PV_OK) goto done;
     if (fp.has_T) {
-        transform_cloud(&cur, fp.T);
-        for (int i = 0; i < nsw; i++) transform_cloud(&sw[i], fp.T);
+        pvm_bevfusion_transform_f32(cur.data, cur.n, cur.ncols, fp.T);
+        for (int i = 0; i < nsw; i++) pvm_bevfusion_transform_f32(sw[i].data, sw[i].n, sw[i].ncols, fp.T);
     }
     int tl = fp.time_lag_col == -2 ? pvio_cloud_col(&cur, "time_lag") : fp.time_lag_col;
     if (tl >= cur.ncols) { s = pvc_fail(msg, PV_EINPUT, "param 'time_lag_column': %d but the cloud has %d columns", tl, cur.ncols); goto done; }

@@ -454,3 +454,21 @@ pv_status pvm_bevfusion_points_build(pvm_bevfusion_streams *s, const pvm_bevfusi
     }
     return PV_OK;
 }
+
+void pvm_bevfusion_transform_f32(float *pts, int64_t n, int32_t stride, const double T[16])
+{
+    float t[12];
+    for (int i = 0; i < 12; i++) t[i] = (float)T[i];
+    for (int64_t i = 0; i < n; i++) {
+        float *p = pts + i * stride;
+        float x = p[0], y = p[1], z = p[2];
+        for (int r = 0; r < 3; r++) {
+            float a = t[4 * r] * x;
+            float b = t[4 * r + 1] * y;
+            float ab = a + b;
+            float c = t[4 * r + 2] * z;
+            float abc = ab + c;
+            p[r] = abc + t[4 * r + 3];
+        }
+    }
+}

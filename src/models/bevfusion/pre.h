@@ -151,4 +151,9 @@ int  pvm_bevfusion_streams_live(pvm_bevfusion_streams *s);
 pv_status pvm_bevfusion_points_build(pvm_bevfusion_streams *s, const pvm_bevfusion_frame_in *in,
                                      pvm_bevfusion_points *out, pvc_msg *msg);
 
+/* x, y, z of n rows (stride floats) mapped in place by T (row-major 4x4) the way Autoware applies
+ * a float 4x4: T converted to float, x' = ((T00 x + T01 y) + T02 z) + T03 with every product and
+ * sum rounded to float (the references do the same, so voxel borders agree). */
+void pvm_bevfusion_transform_f32(float *pts, int64_t n, int32_t stride, const double T[16]);
+
 #endif
