@@ -184,6 +184,10 @@ typedef struct pv_input {
     const char *array;        /* "npz": the array to read (NULL: "points") */
 } pv_input;
 
+/* Decodes one input item without running anything (callers reject bad files before paying for a
+ * model load or a queue slot). PV_EINPUT / PV_EFORMAT / PV_EUNSUPPORTED with the message. */
+pv_status pv_input_validate(const pv_input *in);
+
 /* Runtime parameters as text key/value pairs (the same keys `--param k=v` and the server take;
  * see the README). Unknown keys and bad values are PV_EINPUT naming them. */
 typedef struct pv_param { const char *key, *value; } pv_param;

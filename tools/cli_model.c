@@ -142,6 +142,8 @@ int cli_run(int argc, char **argv)
         if (cli_read_file(path, &bufs[i], &len)) goto done;
         in[n_in++] = (pv_input){ .name = i == 0 ? "points" : "sweep", .format = format_of(path, i == 0 ? o.format : NULL),
                                  .data = bufs[i], .len = len };
+        /* a bad file is refused before the model is loaded */
+        if (pv_input_validate(&in[n_in - 1]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", path, pv_last_error()); goto done; }
     }
     if (open_model(&o, &m)) goto done;
     if (pv_model_run(m, in, n_in, o.params, o.nparams, &r) != PV_OK) {

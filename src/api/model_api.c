@@ -204,6 +204,16 @@ pv_status pv_input_decode(const pv_input *in, pvio_cloud *out, pvc_msg *msg)
     return PV_OK;
 }
 
+pv_status pv_input_validate(const pv_input *in)
+{
+    if (!in) return pvc_fail(NULL, PV_EINPUT, "pv_input_validate: input is NULL");
+    pvio_cloud c;
+    pvc_msg msg = { { 0 } };
+    pv_status s = pv_input_decode(in, &c, &msg);
+    pvio_cloud_free(&c);
+    return s == PV_OK ? PV_OK : pvc_fail(NULL, s, "%s", msg.text);
+}
+
 pv_status pv_parse_floats(const char *key, const char *value, double *v, int want, pvc_msg *msg)
 {
     const char *p = value;

@@ -52,8 +52,8 @@ if "$PV" run bevfusion "$SCENE/scene_001.pcd" --sweep "$SCENE/scene_000.pcd" --p
 "$PV" run bevfusion "$SCENE/scene_000.pcd" --param score_threshold=0.5 --json "$T/h.json" --quiet 2>/dev/null
 na=$(grep -c '"label_id"' "$T/a.json"); nh=$(grep -c '"label_id"' "$T/h.json")
 if [ "$nh" -le "$na" ]; then ok "score_threshold ($na -> $nh objects)"; else bad "score_threshold"; fi
-for p in score_threshold=abc score_threshold=-1 circle_nms_dist_threshold=nan no_such_param=1 T_base_from_sensor=1,2,3 \
-         yaw_norm_thresholds=0.3 time_lag_column=x; do
+# (each value rule is unit-tested in test_bevfusion_params; here: that the CLI path reports them)
+for p in score_threshold=-1 no_such_param=1 T_base_from_sensor=1,2,3; do
     if "$PV" run bevfusion "$SCENE/scene_000.pcd" --param "$p" --quiet 2>"$T/err"; then bad "param $p accepted"
     elif grep -q "${p%%=*}" "$T/err"; then ok "param $p refused"; else bad "param $p message"; cat "$T/err"; fi
 done
