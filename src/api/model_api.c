@@ -172,20 +172,19 @@ pv_status pv_input_decode(const pv_input *in, pvio_cloud *out, pvc_msg *msg)
         s = pvio_pointbin_parse(in->data, in->len, in->ncols, PV_F32, out, msg);
     } else if (!strcmp(fmt, "npz")) {
         pvio_arrays arrs = { 0 };
-        if ((s = pvio_npz_parse(in->data, in->len, &arrs, msg)) != PV_OK) return s;
-        const char *want = in->array ? in->array : "points";
-        const pvc_tensor *t = NULL;
-        for (int i = 0; i < arrs.n; i++) if (!strcmp(arrs.a[i].name, want)) t = &arrs.a[i].t;
-        if (!t && !in->array && arrs.n == 1) t = &arrs.a[0].t;
-        if (!t) {
-            pvio_arrays_free(&arrs);
-            return pvc_fail(msg, PV_EINPUT, "input '%s': the npz has no array '%s'", name, want);
+        s = pvio_npz_parse(in->data, in->len, &arrs, msg);
+        if (s == PV_OK) {
+            const char *want = in->array ? in->array : "points";
+            const pvc_tensor *t = NULL;
+            for (int i = 0; i < arrs.n; i++) if (!strcmp(arrs.a[i].name, want)) t = &arrs.a[i].t;
+            if (!t && !in->array && arrs.n == 1) t = &arrs.a[0].t;
+            if (!t) s = pvc_fail(msg, PV_EINPUT, "npz: no array '%.100s'", want);
+            void *npy = NULL;
+            size_t nl = 0;
+            if (s == PV_OK) s = pvio_npy_serialize(t, &npy, &nl, msg);
+            if (s == PV_OK) s = pvio_cloud_npy_parse(npy, nl, out, msg);
+            pvc_free(npy);
         }
-        void *npy = NULL;
-        size_t nl = 0;
-        s = pvio_npy_serialize(t, &npy, &nl, msg);
-        if (s == PV_OK) s = pvio_cloud_npy_parse(npy, nl, out, msg);
-        pvc_free(npy);
         pvio_arrays_free(&arrs);
     } else {
         static const char *const known[] = { "auto", "pcd", "npy", "kitti", "nuscenes", "f16x5" };
