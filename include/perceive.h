@@ -227,8 +227,13 @@ void        pv_result_free(pv_result *r);    /* accepts NULL */
 void        pv_free(void *p);                /* memory perceive handed out */
 
 const char *pv_model_errmsg(const pv_model *m);   /* message of this thread's last failure on m */
-const char *pv_model_info_json(pv_model *m);      /* name, weights, artifacts + sha256, plans, isa */
-void        pv_model_close(pv_model *m);          /* accepts NULL */
+/* name, weights, artifacts + sha256, encoder, load time, isa; NULL once closed. Owned by m. */
+const char *pv_model_info_json(pv_model *m);
+/* Accepts NULL; idempotent. Waits for the calls in flight; calls that start after close began
+ * get PV_ECLOSED. The handle's few bytes stay valid (for those calls and a second close) until
+ * the process exits; models still open at exit are closed then. pv_model_run is thread-safe:
+ * each stage has its own lock, so one frame's pre-processing overlaps another's engine stage. */
+void        pv_model_close(pv_model *m);
 
 /* Name of the instruction set the kernels were picked for ("avx512", "avx2", "scalar"). */
 const char *pv_isa(void);

@@ -6,6 +6,7 @@
 #include "io/points.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +14,58 @@
 
 #define PV_MAX_SWEEPS 16
 
+/* A handle's shell outlives pv_model_close (close is idempotent and a call racing with it gets
+ * PV_ECLOSED, not a freed pointer): shells stay on a list and are freed at exit, after every
+ * model still open has been closed. */
 struct pv_model {
     const pv_bundle *b;
     void            *impl;
     char            *info;
-    pthread_mutex_t  info_mu;
+    pthread_mutex_t  mu;
+    pthread_cond_t   idle;
+    int              inflight;
+    bool             closed;
+    struct pv_model *next;
 };
+
+static pthread_mutex_t shells_mu = PTHREAD_MUTEX_INITIALIZER;
+static pv_model *shells;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void close_all_at_exit(void)
+{
+    pthread_mutex_lock(&shells_mu);
+    pv_model *m = shells;
+    shells = NULL;
+    pthread_mutex_unlock(&shells_mu);
+    while (m) {
+        pv_model *next = m->next;
+        pv_model_close(m);
+        pthread_mutex_destroy(&m->mu);
+        pthread_cond_destroy(&m->idle);
+        pvc_free(m);
+        m = next;
+    }
+}
+static void register_exit(void) { atexit(close_all_at_exit); }
+
+/* Enters a call on m: false (PV_ECLOSED set) once close has begun. */
+static bool enter(pv_model *m)
+{
+    pthread_mutex_lock(&m->mu);
+    bool ok = !m->closed;
+    if (ok) m->inflight++;
+    pthread_mutex_unlock(&m->mu);
+    if (!ok) pvc_fail(NULL, PV_ECLOSED, "the model handle is closed");
+    return ok;
+}
+
+static void leave(pv_model *m)
+{
+    pthread_mutex_lock(&m->mu);
+    if (--m->inflight == 0) pthread_cond_broadcast(&m->idle);
+    pthread_mutex_unlock(&m->mu);
+}
 
 static const pv_bundle *const bundles[] = { &pv_bundle_bevfusion };
 
@@ -46,17 +93,24 @@ pv_status pv_model_open(const char *name, const pv_model_options *opt, pv_model 
     }
     if (opt && (opt->threads < 0 || opt->threads > 1024))
         return pvc_fail(NULL, PV_EINPUT, "threads: %d is out of range [0, 1024]", opt->threads);
+    pthread_once(&exit_once, register_exit);
     pv_model *m = pvc_calloc(1, sizeof *m);
     if (!m) return pvc_fail(NULL, PV_ENOMEM, "out of memory opening '%s'", name);
     m->b = b;
-    pthread_mutex_init(&m->info_mu, NULL);
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->idle, NULL);
     pvc_msg msg = { { 0 } };
     pv_status s = b->open(opt, &m->impl, &msg);
     if (s != PV_OK) {
-        pthread_mutex_destroy(&m->info_mu);
+        pthread_mutex_destroy(&m->mu);
+        pthread_cond_destroy(&m->idle);
         pvc_free(m);
         return pvc_fail(NULL, s, "%s", msg.text);
     }
+    pthread_mutex_lock(&shells_mu);
+    m->next = shells;
+    shells = m;
+    pthread_mutex_unlock(&shells_mu);
     *out = m;
     return PV_OK;
 }
@@ -74,21 +128,28 @@ pv_status pv_model_generate(const char *name, const char *dir)
 void pv_model_close(pv_model *m)
 {
     if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    if (m->closed) { pthread_mutex_unlock(&m->mu); return; }
+    m->closed = true;                        /* new calls get PV_ECLOSED from here on */
+    while (m->inflight > 0) pthread_cond_wait(&m->idle, &m->mu);
+    pthread_mutex_unlock(&m->mu);
     m->b->close(m->impl);
+    m->impl = NULL;
     pvc_free(m->info);
-    pthread_mutex_destroy(&m->info_mu);
-    pvc_free(m);
+    m->info = NULL;
 }
 
 const char *pv_model_errmsg(const pv_model *m) { (void)m; return pv_last_error(); }
 
 const char *pv_model_info_json(pv_model *m)
 {
-    if (!m) return NULL;
-    pthread_mutex_lock(&m->info_mu);
+    if (!m || !enter(m)) return NULL;
+    pthread_mutex_lock(&m->mu);
     if (!m->info) m->info = m->b->info_json(m->impl);
-    pthread_mutex_unlock(&m->info_mu);
-    return m->info;
+    char *info = m->info;
+    pthread_mutex_unlock(&m->mu);
+    leave(m);
+    return info;
 }
 
 pv_status pv_model_run(pv_model *m, const pv_input *in, int n_in, const pv_param *params, int n_params, pv_result **out)
@@ -100,8 +161,10 @@ pv_status pv_model_run(pv_model *m, const pv_input *in, int n_in, const pv_param
     if (n_params < 0 || (n_params > 0 && !params)) return pvc_fail(NULL, PV_EINPUT, "params: %d items but no array", n_params);
     for (int i = 0; i < n_params; i++)
         if (!params[i].key || !params[i].value) return pvc_fail(NULL, PV_EINPUT, "params[%d]: key or value is NULL", i);
+    if (!enter(m)) return PV_ECLOSED;
     pvc_msg msg = { { 0 } };
     pv_status s = m->b->run(m->impl, in, n_in, params, n_params, out, &msg);
+    leave(m);
     if (s != PV_OK) return pvc_fail(NULL, s, "%s", msg.text);
     return PV_OK;
 }

@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,89 @@ done:
     return fail;
 }
 
+/* The public API on the same frame: raw float rows in ("f32"), the same objects as the bundle
+ * call; close is idempotent and a call after it is PV_ECLOSED. */
+static int api_check(const char *fixtures, const pvm_bevfusion_result *want, const pvio_cloud *c)
+{
+    pv_model *pm = NULL;
+    pv_model_options mo = { .threads = 0 };
+    if (pv_model_open("bevfusion", &mo, &pm) != PV_OK) { printf("FAIL api: %s\n", pv_last_error()); return 1; }
+    pv_input in = { .name = "points", .format = "f32", .data = c->data, .len = (size_t)c->n * c->ncols * sizeof(float), .ncols = c->ncols };
+    pv_result *r = NULL;
+    int bad = 0;
+    if (pv_model_run(pm, &in, 1, NULL, 0, &r) != PV_OK) { printf("FAIL api run: %s\n", pv_model_errmsg(pm)); bad = 1; }
+    else {
+        const pv_object3d *o;
+        int n = pv_result_objects3d(r, &o);
+        if (n != want->nobjects) bad = 1;
+        for (int i = 0; i < n && !bad; i++)
+            if (o[i].label != want->objects[i].label || memcmp(o[i].position, want->objects[i].position, sizeof o[i].position))
+                bad = 1;
+        if (!pv_result_json(r) || !strstr(pv_result_json(r), "\"timing_ms\"") || strstr(pv_result_json_stable(r), "\"timing_ms\""))
+            bad = 1;
+        void *png = NULL;
+        size_t len = 0;
+        if (pv_result_png(r, 512, &png, &len) != PV_OK || len < 8 || memcmp(png, "\x89PNG", 4)) bad = 1;
+        pv_free(png);
+    }
+    pv_result_free(r);
+    pv_model_close(pm);
+    pv_model_close(pm);                      /* idempotent */
+    r = NULL;
+    if (pv_model_run(pm, &in, 1, NULL, 0, &r) != PV_ECLOSED || r) bad = 1;
+    if (pv_model_info_json(pm) != NULL) bad = 1;
+    printf("%s api: f32 rows through pv_model_run give the bundle's objects; close twice; run after close -> PV_ECLOSED\n",
+           bad ? "FAIL" : "PASS");
+    (void)fixtures;
+    return bad;
+}
+
+/* Concurrency: frames run from several threads at once (stages overlap) give exactly the
+ * serialized result. */
+typedef struct conc_job { pvm_bevfusion *m; const pvm_bevfusion_frame_in *in; const pvm_bevfusion_result *want; int bad, runs; } conc_job;
+
+static void *conc_worker(void *arg)
+{
+    conc_job *j = arg;
+    for (int i = 0; i < j->runs; i++) {
+        pvm_bevfusion_result r;
+        pvc_msg msg = { { 0 } };
+        if (pvm_bevfusion_run(j->m, j->in, NULL, &r, &msg) != PV_OK) { j->bad++; continue; }
+        if (r.nobjects != j->want->nobjects || memcmp(r.bbox_pred, j->want->bbox_pred, (size_t)r.P * 10 * sizeof(float)) ||
+            memcmp(r.label_pred, j->want->label_pred, (size_t)r.P * sizeof(int64_t)) ||
+            memcmp(r.objects, j->want->objects, (size_t)r.nobjects * sizeof *r.objects))
+            j->bad++;
+        pvm_bevfusion_result_free(&r);
+    }
+    return NULL;
+}
+
+static int concurrency_check(pvm_bevfusion *m, const char *fixtures)
+{
+    char p[8192];
+    snprintf(p, sizeof p, "%.8000s/scene/scene_000.pcd", fixtures);
+    pvio_cloud c = { 0 };
+    pvc_msg msg = { { 0 } };
+    if (pvio_cloud_read_file(p, NULL, &c, &msg) != PV_OK) { printf("SKIP concurrency: %s\n", msg.text); return 0; }
+    pvm_bevfusion_frame_in in = { .pts = c.data, .n = c.n, .stride = c.ncols, .time_lag_col = -1 };
+    pvm_bevfusion_result want;
+    int bad = 0;
+    if (pvm_bevfusion_run(m, &in, NULL, &want, &msg) != PV_OK) { printf("FAIL concurrency: %s\n", msg.text); pvio_cloud_free(&c); return 1; }
+    enum { NT = 3 };
+    pthread_t th[NT];
+    conc_job jobs[NT];
+    for (int t = 0; t < NT; t++) {
+        jobs[t] = (conc_job){ m, &in, &want, 0, 2 };
+        pthread_create(&th[t], NULL, conc_worker, &jobs[t]);
+    }
+    for (int t = 0; t < NT; t++) { pthread_join(th[t], NULL); bad += jobs[t].bad; }
+    printf("%s concurrency: %d threads x 2 frames, %d differ from the serialized result\n", bad ? "FAIL" : "PASS", NT, bad);
+    bad += api_check(fixtures, &want, &c);
+    pvm_bevfusion_result_free(&want);
+    pvio_cloud_free(&c);
+    return bad != 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *pos[2] = { NULL, NULL }, *weights = NULL;
@@ -265,6 +349,7 @@ int main(int argc, char **argv)
         if (rc == 1) fails++;
         if (rc == 0) passes++;
     }
+    fails += concurrency_check(m, argv[1]);
     pvm_bevfusion_close(m);
     printf("%d passed, %d failed, %d skipped\n", passes, fails, n - passes - fails);
     return fails || !passes ? 1 : 0;

@@ -181,7 +181,7 @@ static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param
     r->timing.preprocess = res.t_pre + res.t_voxelize;
     r->timing.engine = res.t_sparse + res.t_dense;
     r->timing.postprocess = res.t_post;
-    r->timing.wait = 0;
+    r->timing.wait = res.t_wait;
     r->timing.total = t2 - t0;
     r->json_stable = pvm_bevfusion_result_json(m, &res, false);
     r->json = pvm_bevfusion_result_json(m, &res, true);

@@ -37,16 +37,19 @@ struct pvm_bevfusion {
     pvc_pool              *pool;
     pvm_bevfusion_streams *streams;
     pvs_voxel_cfg          vcfg;
-    float                 *points;      /* [points_cap, 4] */
+    /* stages: pre (points + voxels, pre_mu) -> engine (sparse + dense, eng_mu) -> post (no lock).
+     * Two voxel slots, so frame k+1's pre-processing overlaps frame k's engine stage. */
+    float                 *points;      /* [points_cap, 4], pre stage */
     int64_t                points_cap;
-    pvs_voxels             vox;
-    void                  *vox_scratch;
-    void                  *post_ws;
+    void                  *vox_scratch; /* pre stage */
+    pvs_voxels             vox[PVM_BF_SLOTS];
+    bool                   slot_busy[PVM_BF_SLOTS];
+    pthread_mutex_t        pre_mu, eng_mu, slot_mu;
+    pthread_cond_t         slot_cv;
     int                    P;
     char                   kind[16];
     pvm_bevfusion_artifact art[PVM_BF_NFILES];
     double                 load_ms;
-    pthread_mutex_t        mu;
 };
 
 /* ---- artifacts ---------------------------------------------------------------------------- */
@@ -351,14 +354,17 @@ static pv_status setup_voxels(pvm_bevfusion *m, pvc_msg *msg)
     if (p->use_intensity) return pvc_fail(msg, PV_EUNSUPPORTED, "use_intensity: true models are not supported (v2 has false)");
     m->points_cap = 2000000;
     m->points = pvc_malloc_aligned((size_t)m->points_cap * 4 * sizeof(float));
-    m->vox.cap = c->max_voxels;
-    m->vox.feat = pvc_malloc_aligned((size_t)c->max_voxels * c->max_points * c->nfeat * sizeof(float));
-    m->vox.npoints = pvc_malloc_aligned((size_t)c->max_voxels * sizeof(int32_t));
-    m->vox.coors_zyx = pvc_malloc_aligned((size_t)c->max_voxels * 3 * sizeof(int32_t));
+    bool ok = m->points != NULL;
+    for (int i = 0; i < PVM_BF_SLOTS; i++) {
+        pvs_voxels *v = &m->vox[i];
+        v->cap = c->max_voxels;
+        v->feat = pvc_malloc_aligned((size_t)c->max_voxels * c->max_points * c->nfeat * sizeof(float));
+        v->npoints = pvc_malloc_aligned((size_t)c->max_voxels * sizeof(int32_t));
+        v->coors_zyx = pvc_malloc_aligned((size_t)c->max_voxels * 3 * sizeof(int32_t));
+        ok = ok && v->feat && v->npoints && v->coors_zyx;
+    }
     m->vox_scratch = pvc_malloc_aligned(pvs_voxelize_scratch_bytes(c, m->points_cap));
-    m->post_ws = pvc_malloc_aligned(pvm_bevfusion_post_ws_bytes(m->P));
-    if (!m->points || !m->vox.feat || !m->vox.npoints || !m->vox.coors_zyx || !m->vox_scratch || !m->post_ws)
-        return pvc_fail(msg, PV_ENOMEM, "out of memory for the voxel buffers");
+    if (!ok || !m->vox_scratch) return pvc_fail(msg, PV_ENOMEM, "out of memory for the voxel buffers");
     return PV_OK;
 }
 
@@ -368,7 +374,10 @@ pv_status pvm_bevfusion_open(const pvm_bevfusion_options *opt, pvm_bevfusion **o
     double t0 = pvc_now_ms();
     pvm_bevfusion *m = pvc_calloc(1, sizeof *m);
     if (!m) return pvc_fail(msg, PV_ENOMEM, "out of memory opening bevfusion");
-    pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->pre_mu, NULL);
+    pthread_mutex_init(&m->eng_mu, NULL);
+    pthread_mutex_init(&m->slot_mu, NULL);
+    pthread_cond_init(&m->slot_cv, NULL);
     char dir[4096];
     pv_status s = resolve(m, opt, dir, sizeof dir, msg);
     for (int i = 0; i < PVM_BF_NFILES && s == PV_OK; i++) {
@@ -420,12 +429,16 @@ void pvm_bevfusion_close(pvm_bevfusion *m)
     pvm_bevfusion_streams_free(m->streams);
     pvc_pool_free(m->pool);
     pvc_free_aligned(m->points);
-    pvc_free_aligned(m->vox.feat);
-    pvc_free_aligned(m->vox.npoints);
-    pvc_free_aligned(m->vox.coors_zyx);
+    for (int i = 0; i < PVM_BF_SLOTS; i++) {
+        pvc_free_aligned(m->vox[i].feat);
+        pvc_free_aligned(m->vox[i].npoints);
+        pvc_free_aligned(m->vox[i].coors_zyx);
+    }
     pvc_free_aligned(m->vox_scratch);
-    pvc_free_aligned(m->post_ws);
-    pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->pre_mu);
+    pthread_mutex_destroy(&m->eng_mu);
+    pthread_mutex_destroy(&m->slot_mu);
+    pthread_cond_destroy(&m->slot_cv);
     pvc_free(m);
 }
 
@@ -446,70 +459,117 @@ void pvm_bevfusion_result_free(pvm_bevfusion_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static pv_status run_locked(pvm_bevfusion *m, const pvm_bevfusion_frame_in *in, const pvm_bevfusion_params *p,
-                            pvm_bevfusion_result *res, pvc_msg *msg)
+/* Takes the stage lock, adding the time spent waiting for it to *wait. */
+static void lock_timed(pthread_mutex_t *mu, double *wait)
 {
+    double t = pvc_now_ms();
+    pthread_mutex_lock(mu);
+    *wait += pvc_now_ms() - t;
+}
+
+static int slot_take(pvm_bevfusion *m, double *wait)
+{
+    double t = pvc_now_ms();
+    pthread_mutex_lock(&m->slot_mu);
+    int i;
+    for (;;) {
+        for (i = 0; i < PVM_BF_SLOTS && m->slot_busy[i]; i++) {}
+        if (i < PVM_BF_SLOTS) break;
+        pthread_cond_wait(&m->slot_cv, &m->slot_mu);
+    }
+    m->slot_busy[i] = true;
+    pthread_mutex_unlock(&m->slot_mu);
+    *wait += pvc_now_ms() - t;
+    return i;
+}
+
+static void slot_give(pvm_bevfusion *m, int i)
+{
+    pthread_mutex_lock(&m->slot_mu);
+    m->slot_busy[i] = false;
+    pthread_cond_signal(&m->slot_cv);
+    pthread_mutex_unlock(&m->slot_mu);
+}
+
+/* Pre stage: points (densified) -> voxels in slot v. */
+static pv_status stage_pre(pvm_bevfusion *m, const pvm_bevfusion_frame_in *in, pvs_voxels *v, pvm_bevfusion_result *res,
+                           pvc_msg *msg)
+{
+    lock_timed(&m->pre_mu, &res->t_wait);
     double t0 = pvc_now_ms();
     pvm_bevfusion_points pts = { .xyzt = m->points, .cap = m->points_cap };
     pv_status s = pvm_bevfusion_points_build(m->streams, in, &pts, msg);
+    double t1 = pvc_now_ms();
+    v->n = 0;
+    if (s == PV_OK) s = pvs_voxelize(&m->vcfg, pts.xyzt, pts.n, 4, v, m->vox_scratch, msg);
+    pthread_mutex_unlock(&m->pre_mu);
     if (s != PV_OK) return s;
     res->num_points = pts.n;
     res->num_dropped_points = pts.dropped_nonfinite;
     res->sweeps_used = pts.sweeps_used;
-    double t1 = pvc_now_ms();
-    m->vox.n = 0;
-    if ((s = pvs_voxelize(&m->vcfg, pts.xyzt, pts.n, 4, &m->vox, m->vox_scratch, msg)) != PV_OK) return s;
-    res->num_voxels = m->vox.n;
-    res->num_points_out_of_range = m->vox.points_out_of_range;
-    double t2 = pvc_now_ms();
+    res->num_voxels = v->n;
+    res->num_points_out_of_range = v->points_out_of_range;
     res->t_pre = t1 - t0;
-    res->t_voxelize = t2 - t1;
-    res->P = m->P;
-    res->objects = pvc_calloc((size_t)m->P, sizeof *res->objects);
-    res->bbox_pred = pvc_malloc((size_t)m->P * 10 * sizeof(float));
-    res->score = pvc_malloc((size_t)m->P * sizeof(float));
-    res->label_pred = pvc_malloc((size_t)m->P * sizeof(int64_t));
-    if (!res->objects || !res->bbox_pred || !res->score || !res->label_pred) return pvc_fail(msg, PV_ENOMEM, "out of memory for the result");
-    if (m->vox.n < m->params.voxels_num[0]) {
-        /* Autoware skips frames below voxels_num[0] voxels: no objects */
-        res->enc.nlevels = m->enc.nlevels;
-        res->enc.active[0] = m->vox.n;
-        memset(res->bbox_pred, 0, (size_t)m->P * 10 * sizeof(float));
-        memset(res->score, 0, (size_t)m->P * sizeof(float));
-        memset(res->label_pred, 0, (size_t)m->P * sizeof(int64_t));
-        res->t_total = pvc_now_ms() - t0;
-        return PV_OK;
-    }
-    if ((s = pvm_bf_runner_run(&m->runner, m->pool, &m->vox, &res->enc, msg)) != PV_OK) return s;
-    double t3 = pvc_now_ms();
+    res->t_voxelize = pvc_now_ms() - t1;
+    return PV_OK;
+}
+
+/* Engine stage: sparse encoder + dense plan, raw outputs copied into res. */
+static pv_status stage_engine(pvm_bevfusion *m, const pvs_voxels *v, pvm_bevfusion_result *res, pvc_msg *msg)
+{
+    lock_timed(&m->eng_mu, &res->t_wait);
+    double t0 = pvc_now_ms();
+    pv_status s = pvm_bf_runner_run(&m->runner, m->pool, v, &res->enc, msg);
+    double t1 = pvc_now_ms();
     pvc_tensor din = m->enc.dense, outs[3];
     din.data = m->runner.dense;
     pvc_tensor_set_contiguous(&din);
-    if ((s = pvg_plan_run(m->dense_plan, &din, m->pool, outs)) != PV_OK) return pvc_fail(msg, s, "%s", m->dense_g->msg.text);
-    double t4 = pvc_now_ms();
-    memcpy(res->bbox_pred, outs[m->out_bbox].data, (size_t)m->P * 10 * sizeof(float));
-    memcpy(res->score, outs[m->out_score].data, (size_t)m->P * sizeof(float));
-    const pvc_tensor *lb = &outs[m->out_label];
-    for (int i = 0; i < m->P; i++)
-        res->label_pred[i] = lb->dtype == PV_I64 ? ((const int64_t *)lb->data)[i] : ((const int32_t *)lb->data)[i];
-    s = pvm_bevfusion_post(p ? p : &m->params, res->bbox_pred, res->score, res->label_pred, m->P, res->objects, &res->nobjects,
-                           &res->post, m->post_ws, msg);
-    if (s != PV_OK) return s;
-    double t5 = pvc_now_ms();
-    res->t_sparse = t3 - t2;
-    res->t_dense = t4 - t3;
-    res->t_post = t5 - t4;
-    res->t_total = t5 - t0;
-    return PV_OK;
+    if (s == PV_OK && (s = pvg_plan_run(m->dense_plan, &din, m->pool, outs)) != PV_OK)
+        s = pvc_fail(msg, s, "%s", m->dense_g->msg.text);
+    if (s == PV_OK) {
+        memcpy(res->bbox_pred, outs[m->out_bbox].data, (size_t)m->P * 10 * sizeof(float));
+        memcpy(res->score, outs[m->out_score].data, (size_t)m->P * sizeof(float));
+        const pvc_tensor *lb = &outs[m->out_label];
+        for (int i = 0; i < m->P; i++)
+            res->label_pred[i] = lb->dtype == PV_I64 ? ((const int64_t *)lb->data)[i] : ((const int32_t *)lb->data)[i];
+    }
+    pthread_mutex_unlock(&m->eng_mu);
+    res->t_sparse = t1 - t0;
+    res->t_dense = pvc_now_ms() - t1;
+    return s;
 }
 
 pv_status pvm_bevfusion_run(pvm_bevfusion *m, const pvm_bevfusion_frame_in *in, const pvm_bevfusion_params *p,
                             pvm_bevfusion_result *res, pvc_msg *msg)
 {
     memset(res, 0, sizeof *res);
-    pthread_mutex_lock(&m->mu);
-    pv_status s = run_locked(m, in, p, res, msg);
-    pthread_mutex_unlock(&m->mu);
+    double t0 = pvc_now_ms();
+    res->P = m->P;
+    res->objects = pvc_calloc((size_t)m->P, sizeof *res->objects);
+    res->bbox_pred = pvc_calloc((size_t)m->P * 10, sizeof(float));
+    res->score = pvc_calloc((size_t)m->P, sizeof(float));
+    res->label_pred = pvc_calloc((size_t)m->P, sizeof(int64_t));
+    void *ws = pvc_malloc(pvm_bevfusion_post_ws_bytes(m->P));
+    if (!res->objects || !res->bbox_pred || !res->score || !res->label_pred || !ws) {
+        pvc_free(ws);
+        pvm_bevfusion_result_free(res);
+        return pvc_fail(msg, PV_ENOMEM, "out of memory for the result");
+    }
+    int slot = slot_take(m, &res->t_wait);
+    pvs_voxels *v = &m->vox[slot];
+    pv_status s = stage_pre(m, in, v, res, msg);
+    bool empty = s == PV_OK && v->n < m->params.voxels_num[0];   /* Autoware skips such frames: no objects */
+    if (empty) { res->enc.nlevels = m->enc.nlevels; res->enc.active[0] = v->n; }
+    if (s == PV_OK && !empty) s = stage_engine(m, v, res, msg);
+    slot_give(m, slot);
+    if (s == PV_OK && !empty) {
+        double t = pvc_now_ms();
+        s = pvm_bevfusion_post(p ? p : &m->params, res->bbox_pred, res->score, res->label_pred, m->P, res->objects,
+                               &res->nobjects, &res->post, ws, msg);
+        res->t_post = pvc_now_ms() - t;
+    }
+    pvc_free(ws);
+    res->t_total = pvc_now_ms() - t0;
     if (s != PV_OK) pvm_bevfusion_result_free(res);
     return s;
 }

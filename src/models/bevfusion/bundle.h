@@ -6,7 +6,10 @@
  *                          sha256 where known, read the param files, read the sparse encoder
  *                          from the ONNX, probe it, plan the dense part, warm up once
  *   pvm_bevfusion_run()    points -> densify -> voxelize -> sparse encoder -> dense plan ->
- *                          post-processing; one frame at a time per handle (a mutex)
+ *                          post-processing; thread-safe: each stage has its own lock (pre,
+ *                          engine; post needs none) and two voxel slots sit between pre and
+ *                          engine, so frame k+1's pre-processing overlaps frame k's engine
+ *                          stage; results equal those of serialized calls
  *   pvm_bevfusion_result_json()  the result as JSON text (cJSON) */
 #ifndef PVM_BEVFUSION_BUNDLE_H
 #define PVM_BEVFUSION_BUNDLE_H
@@ -20,6 +23,7 @@
 #define PVM_BF_COMMIT     "e1bf164b909d3c6c2642012f9b5ee4d827753220"
 #define PVM_BF_GEN_SEED   1
 #define PVM_BF_NFILES     3
+#define PVM_BF_SLOTS      2      /* frames between the pre and engine stages */
 
 typedef struct pvm_bevfusion pvm_bevfusion;
 
@@ -49,6 +53,7 @@ typedef struct pvm_bevfusion_result {
     int64_t num_voxels;
     int     sweeps_used;
     double  t_pre, t_voxelize, t_sparse, t_dense, t_post, t_total;   /* ms */
+    double  t_wait;                       /* ms waiting for a slot or a stage lock */
     int     P;                            /* proposals */
     float  *bbox_pred, *score;            /* copies of the raw outputs, owned */
     int64_t *label_pred;

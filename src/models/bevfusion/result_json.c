@@ -101,6 +101,7 @@ char *pvm_bevfusion_result_json(const pvm_bevfusion *m, const pvm_bevfusion_resu
         add(t, "sparse_encoder", num_f(r->t_sparse));
         add(t, "dense", num_f(r->t_dense));
         add(t, "postprocess", num_f(r->t_post));
+        add(t, "wait", num_f(r->t_wait));
         add(t, "total", num_f(r->t_total));
         add(root, "timing_ms", t);
     }
