@@ -4,7 +4,7 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps run test test-asan test-release bench clean check-reference
+.PHONY: all deps run test test-asan test-release bench clean check-reference fuzz
 
 all: $(BUILD)/Makefile
 	@$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS)
@@ -30,6 +30,13 @@ test: deps
 
 bench: all
 	./bench/run_models.sh $(BUILD)/perceive
+
+# libFuzzer targets (tests/fuzz): clang-14 + libclang-rt-14-dev build into $(FUZZ_BUILD), each target
+# runs FUZZ_SECONDS; findings land in $(FUZZ_BUILD)/crashes. FUZZ_TARGETS / FUZZ_JOBS: see tests/fuzz/run.sh.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/fuzz/run.sh
 
 check-reference:
 	./tools/gen/make_fixtures.sh

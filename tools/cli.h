@@ -15,5 +15,8 @@ int cli_models(void);
 int cli_info(int argc, char **argv);
 int cli_gen(int argc, char **argv);
 int cli_run(int argc, char **argv);
+/* perceive serve MODEL [--host H] [--port P] [--threads N] [--workers N] [--queue N] [--max-body-mb N] ... */
+int cli_serve(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 
 #endif

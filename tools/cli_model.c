@@ -4,7 +4,7 @@
  *   perceive info MODEL [--weights DIR] [--strict]
  *   perceive gen MODEL DIR
  *   perceive run MODEL FILE [--sweep FILE]... [--format F] [--json F] [--png F] [--param k=v]...
- *                [--weights DIR] [--strict] [--threads N] [--quiet]
+ *                [--weights DIR] [--strict] [--threads N] [--quiet] [--no-timing]
  */
 #include "perceive.h"
 #include "cli.h"
@@ -25,7 +25,7 @@ typedef struct mopts {
     int nsweeps;
     pv_param params[MAX_PARAMS];
     int nparams;
-    int threads, strict, quiet;
+    int threads, strict, quiet, no_timing;
 } mopts;
 
 static int parse_mopts(int argc, char **argv, mopts *o)
@@ -41,6 +41,7 @@ static int parse_mopts(int argc, char **argv, mopts *o)
         else if (!strcmp(a, "--weights") && v) o->weights = argv[++i];
         else if (!strcmp(a, "--strict")) o->strict = 1;
         else if (!strcmp(a, "--quiet")) o->quiet = 1;
+        else if (!strcmp(a, "--no-timing")) o->no_timing = 1;
         else if (!strcmp(a, "--threads") && v) {
             long long t;
             if (cli_parse_int(a, argv[++i], 1, 1024, &t)) return -1;
@@ -164,7 +165,7 @@ int cli_run(int argc, char **argv)
                    obj[i].dimensions[1], obj[i].dimensions[2], obj[i].yaw);
         if (shown < n) printf("  ... %d more (all of them in --json)\n", n - shown);
     }
-    if (o.json && cli_write_text(o.json, pv_result_json(r))) goto done;
+    if (o.json && cli_write_text(o.json, o.no_timing ? pv_result_json_stable(r) : pv_result_json(r))) goto done;
     if (o.png) {
         void *png = NULL;
         size_t len = 0;

@@ -29,7 +29,10 @@ static void usage(FILE *f)
             "  perceive info MODEL [--weights DIR] [--strict]\n"
             "  perceive gen MODEL DIR\n"
             "  perceive run MODEL FILE [--sweep FILE]... [--format F] [--json F|-] [--png F] [--param k=v]...\n"
-            "               [--weights DIR] [--strict] [--threads N] [--quiet]\n"
+            "               [--weights DIR] [--strict] [--threads N] [--quiet] [--no-timing]\n"
+            "  perceive serve MODEL [--host 127.0.0.1] [--port 8080] [--threads N] [--workers N] [--queue N]\n"
+            "               [--max-body-mb N] [--max-connections N] [--weights DIR] [--strict] [--quiet]\n"
+            "  perceive bench MODEL [--inputs F,...] [--iters N] [--threads N] [--json F] [--weights DIR] [--fixture DIR]\n"
             "  perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--no-fuse]\n"
             "  perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer] [--no-fuse]\n"
             "  perceive onnx fill IN.onnx OUT.onnx [--seed S] [--external-threshold BYTES]\n"
@@ -333,6 +336,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "info")) return cli_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "run")) return cli_run(argc - 2, argv + 2);
     if (!strcmp(argv[1], "gen")) return cli_gen(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "serve")) return cli_serve(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "bench")) return cli_bench(argc - 2, argv + 2);
     if (strcmp(argv[1], "onnx") || argc < 3) { usage(stderr); return 2; }
     opts o;
     if (parse_opts(argc - 3, argv + 3, &o)) return 2;
