@@ -38,8 +38,9 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/fuzz/run.sh
 
-check-reference:
+check-reference: all
 	./tools/gen/make_fixtures.sh
+	PERCEIVE=$(BUILD)/perceive ./tools/gen/make_bevfusion_fixtures.sh
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
