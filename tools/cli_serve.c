@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "serve/serve.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +47,9 @@ int cli_serve(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* one connection thread per client: glibc would give each its own malloc arena and RSS would
+     * creep with the number of distinct threads; a few shared arenas keep it flat */
+    mallopt(M_ARENA_MAX, 4);
     double t0 = pvc_now_ms();
     pv_model *m = NULL;
     pv_model_options mo = { .threads = threads, .weights_dir = weights, .strict = strict };

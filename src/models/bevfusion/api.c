@@ -183,6 +183,8 @@ static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param
     r->timing.postprocess = res.t_post;
     r->timing.wait = res.t_wait;
     r->timing.total = t2 - t0;
+    res.t_decode = r->timing.decode;
+    res.t_total = r->timing.total - r->timing.decode;
     r->json_stable = pvm_bevfusion_result_json(m, &res, false);
     r->json = pvm_bevfusion_result_json(m, &res, true);
     if (!r->json || !r->json_stable) s = pvc_fail(msg, PV_ENOMEM, "out of memory writing the result JSON");

@@ -54,6 +54,7 @@ typedef struct pvm_bevfusion_result {
     int     sweeps_used;
     double  t_pre, t_voxelize, t_sparse, t_dense, t_post, t_total;   /* ms */
     double  t_wait;                       /* ms waiting for a slot or a stage lock */
+    double  t_decode;                     /* ms decoding the input files (set by the API layer) */
     int     P;                            /* proposals */
     float  *bbox_pred, *score;            /* copies of the raw outputs, owned */
     int64_t *label_pred;
