@@ -229,10 +229,10 @@ done:
 
 /* The public API on the same frame: raw float rows in ("f32"), the same objects as the bundle
  * call; close is idempotent and a call after it is PV_ECLOSED. */
-static int api_check(const char *fixtures, const pvm_bevfusion_result *want, const pvio_cloud *c)
+static int api_check(const char *weights, const pvm_bevfusion_result *want, const pvio_cloud *c)
 {
     pv_model *pm = NULL;
-    pv_model_options mo = { .threads = 0 };
+    pv_model_options mo = { .threads = 0, .weights_dir = weights };
     if (pv_model_open("bevfusion", &mo, &pm) != PV_OK) { printf("FAIL api: %s\n", pv_last_error()); return 1; }
     pv_input in = { .name = "points", .format = "f32", .data = c->data, .len = (size_t)c->n * c->ncols * sizeof(float), .ncols = c->ncols };
     pv_result *r = NULL;
@@ -260,7 +260,6 @@ static int api_check(const char *fixtures, const pvm_bevfusion_result *want, con
     if (pv_model_info_json(pm) != NULL) bad = 1;
     printf("%s api: f32 rows through pv_model_run give the bundle's objects; close twice; run after close -> PV_ECLOSED\n",
            bad ? "FAIL" : "PASS");
-    (void)fixtures;
     return bad;
 }
 
@@ -284,7 +283,7 @@ static void *conc_worker(void *arg)
     return NULL;
 }
 
-static int concurrency_check(pvm_bevfusion *m, const char *fixtures)
+static int concurrency_check(pvm_bevfusion *m, const char *fixtures, const char *weights)
 {
     char p[8192];
     snprintf(p, sizeof p, "%.8000s/scene/scene_000.pcd", fixtures);
@@ -304,7 +303,7 @@ static int concurrency_check(pvm_bevfusion *m, const char *fixtures)
     }
     for (int t = 0; t < NT; t++) { pthread_join(th[t], NULL); bad += jobs[t].bad; }
     printf("%s concurrency: %d threads x 2 frames, %d differ from the serialized result\n", bad ? "FAIL" : "PASS", NT, bad);
-    bad += api_check(fixtures, &want, &c);
+    bad += api_check(weights, &want, &c);
     pvm_bevfusion_result_free(&want);
     pvio_cloud_free(&c);
     return bad != 0;
@@ -349,7 +348,7 @@ int main(int argc, char **argv)
         if (rc == 1) fails++;
         if (rc == 0) passes++;
     }
-    fails += concurrency_check(m, argv[1]);
+    fails += concurrency_check(m, argv[1], weights);
     pvm_bevfusion_close(m);
     printf("%d passed, %d failed, %d skipped\n", passes, fails, n - passes - fails);
     return fails || !passes ? 1 : 0;
