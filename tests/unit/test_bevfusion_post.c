@@ -27,13 +27,7 @@ static pvm_bevfusion_params v2_params(void)
 {
     pvm_bevfusion_params p;
     pvc_msg msg = { "" };
-    pvm_bevfusion_params_defaults(&p);
-    pv_status s = pvm_bevfusion_params_parse_ml_package(&p, pvm_bevfusion_ml_package_v2_yaml,
-                                                       strlen(pvm_bevfusion_ml_package_v2_yaml), NULL, &msg);
-    if (s != PV_OK) fail_msg("ml_package: %s", msg.text);
-    s = pvm_bevfusion_params_parse_remapper(&p, pvm_bevfusion_remapper_yaml,
-                                            strlen(pvm_bevfusion_remapper_yaml), NULL, &msg);
-    if (s != PV_OK) fail_msg("remapper: %s", msg.text);
+    if (pvm_bevfusion_params_v2(&p, &msg) != PV_OK) fail_msg("v2 params: %s", msg.text);
     return p;
 }
 

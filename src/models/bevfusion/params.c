@@ -595,3 +595,13 @@ pv_status pvm_bevfusion_param_set(pvm_bevfusion_params *p, const char *key, cons
     }
     return PV_OK;
 }
+
+pv_status pvm_bevfusion_params_v2(pvm_bevfusion_params *p, pvc_msg *msg)
+{
+    pvm_bevfusion_params_defaults(p);
+    pv_status s = pvm_bevfusion_params_parse_ml_package(p, pvm_bevfusion_ml_package_v2_yaml,
+                                                        strlen(pvm_bevfusion_ml_package_v2_yaml), NULL, msg);
+    if (s == PV_OK)
+        s = pvm_bevfusion_params_parse_remapper(p, pvm_bevfusion_remapper_yaml, strlen(pvm_bevfusion_remapper_yaml), NULL, msg);
+    return s;
+}

@@ -45,6 +45,8 @@ typedef struct pvm_bevfusion_params {
  * bytes (and sha256) differ from the release's file. */
 extern const char pvm_bevfusion_ml_package_v2_yaml[];
 extern const char pvm_bevfusion_remapper_yaml[];
+/* Defaults + the two shipped param texts above: the parameters of the generated artifacts. */
+pv_status pvm_bevfusion_params_v2(pvm_bevfusion_params *p, pvc_msg *msg);
 
 /* Runtime defaults (Autoware's bevfusion_lidar.param.yaml); leaves the ml_package and
  * remapper fields at zero. */
