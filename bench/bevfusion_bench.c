@@ -49,8 +49,8 @@ int main(int argc, char **argv)
     if (pvm_bevfusion_open(&o, &m, &msg) != PV_OK) { fprintf(stderr, "open: %s\n", msg.text); return 1; }
     printf("open (load + plan + warm-up) %.0f ms, weights %s, isa %s, threads %d\n", pvc_now_ms() - t0,
            pvm_bevfusion_weights_kind(m), pv_isa(), pvc_default_threads());
-    printf("%-44s %7s %7s %-36s %7s %7s %7s %7s %7s %7s %8s\n", "frame", "points", "voxels", "sites L0..L3, out", "pre", "voxel",
-           "sparse", "dense", "post", "total", "first");
+    printf("%-44s %7s %7s %-36s %7s %7s %7s %9s %7s %7s %7s %8s\n", "frame", "points", "voxels", "sites L0..L3, out", "pre", "voxel",
+           "sparse", "(rulebk)", "dense", "post", "total", "first");
     for (int f = 0; f < nf; f++) {
         char spec[1024], *fmt = NULL, *tf = NULL;
         snprintf(spec, sizeof spec, "%s", files[f]);
@@ -69,8 +69,8 @@ int main(int argc, char **argv)
             if (pvm_bevfusion_run(m, &in, NULL, &r, &msg) != PV_OK) { fprintf(stderr, "%s: %s\n", spec, msg.text); return 1; }
             if (it == 0) first = r.t_total;
             else {
-                double v[7] = { r.t_pre, r.t_voxelize, r.t_sparse, r.t_dense, r.t_post, r.t_total, 0 };
-                for (int k = 0; k < 6; k++) st[k][it - 1] = v[k];
+                double v[7] = { r.t_pre, r.t_voxelize, r.t_sparse, r.t_dense, r.t_post, r.t_total, r.enc.rulebook_ms };
+                for (int k = 0; k < 7; k++) st[k][it - 1] = v[k];
             }
             if (it < iters) pvm_bevfusion_result_free(&r);
         }
@@ -78,9 +78,9 @@ int main(int argc, char **argv)
         int o2 = 0;
         for (int l = 0; l < r.enc.nlevels; l++) o2 += snprintf(sites + o2, sizeof sites - (size_t)o2, "%s%lld", l ? "," : "", (long long)r.enc.active[l]);
         const char *base = strrchr(spec, '/');
-        printf("%-44s %7lld %7lld %-36s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %8.1f\n", base ? base + 1 : spec, (long long)r.num_points,
-               (long long)r.num_voxels, sites, median(st[0], iters), median(st[1], iters), median(st[2], iters), median(st[3], iters),
-               median(st[4], iters), median(st[5], iters), first);
+        printf("%-44s %7lld %7lld %-36s %7.1f %7.1f %7.1f %9.1f %7.1f %7.1f %7.1f %8.1f\n", base ? base + 1 : spec, (long long)r.num_points,
+               (long long)r.num_voxels, sites, median(st[0], iters), median(st[1], iters), median(st[2], iters), median(st[6], iters),
+               median(st[3], iters), median(st[4], iters), median(st[5], iters), first);
         pvm_bevfusion_result_free(&r);
         for (int k = 0; k < 7; k++) free(st[k]);
         pvio_cloud_free(&c);
