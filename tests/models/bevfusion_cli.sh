@@ -30,6 +30,16 @@ if HF_HOME="$T/nohf" PERCEIVE_WEIGHTS_DIR= "$PV" run bevfusion "$SCENE/scene_000
 elif grep -q "hf download AutowareFoundation/bevfusion --revision v2.0" "$T/err"; then ok "strict refuses"
 else bad "strict message"; cat "$T/err"; fi
 
+# 3b. the Hugging Face cache layout: refs/v2.0 names the snapshot; files that are not the pinned
+#     release's (here: generated ones) load, and --strict refuses them by sha256
+HUB=$T/hf/hub/models--AutowareFoundation--bevfusion
+mkdir -p "$HUB/refs" && printf 'abc123' >"$HUB/refs/v2.0"
+if "$PV" gen bevfusion "$HUB/snapshots/abc123" >/dev/null && HF_HOME="$T/hf" PERCEIVE_WEIGHTS_DIR= "$PV" info bevfusion --quiet >"$T/info" 2>&1 &&
+   grep -q '"weights":	"release"' "$T/info" && grep -q 'snapshots/abc123/bevfusion_lidar.onnx' "$T/info"; then ok "HF cache via refs/v2.0"
+else bad "HF cache via refs/v2.0"; cat "$T/info"; fi
+if HF_HOME="$T/hf" PERCEIVE_WEIGHTS_DIR= "$PV" info bevfusion --strict --quiet >/dev/null 2>"$T/err"; then bad "strict sha256"
+elif grep -q "sha256" "$T/err"; then ok "strict refuses a release file whose sha256 differs"; else bad "strict sha256 message"; cat "$T/err"; fi
+
 # 4. stream densification: frame 0 then frame 1 of the same stream -> 2 sweeps; without pose -> refused
 pose() { grep "\"$1\"" "$SCENE/poses.json" | sed 's/.*"T_world_from_ego": *\[//; s/\].*//; s/ //g'; }
 ts() { grep "\"$1\"" "$SCENE/poses.json" | sed 's/.*"timestamp_s": *//; s/,.*//'; }

@@ -217,6 +217,27 @@ static pv_status resolve(pvm_bevfusion *m, const pvm_bevfusion_options *opt, cha
     char snap[4300];
     (void)pathf(snap, sizeof snap, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, PVM_BF_COMMIT);
     if (hub[0] && dir_has_files(snap)) { (void)pathf(dir, cap, "%s", snap); snprintf(m->kind, sizeof m->kind, "release"); return PV_OK; }
+    /* The pinned commit comes from a secondary source: also follow the cache's own record of
+     * what the v2.0 tag resolved to (refs/v2.0 holds the commit `hf download --revision v2.0`
+     * fetched); the sha256 checks then say whether the files are the release's. */
+    char ref[4300], commit[128] = "";
+    (void)pathf(ref, sizeof ref, "%s/models--AutowareFoundation--bevfusion/refs/%s", hub, PVM_BF_REVISION);
+    FILE *rf = hub[0] ? fopen(ref, "rb") : NULL;
+    if (rf) {
+        size_t n = fread(commit, 1, sizeof commit - 1, rf);
+        fclose(rf);
+        commit[n] = 0;
+        commit[strcspn(commit, " \r\n")] = 0;
+        bool hex = n > 0 && commit[0];
+        for (const char *c = commit; *c; c++) hex = hex && ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'));
+        char snap2[4400];
+        if (hex && pathf(snap2, sizeof snap2, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, commit) &&
+            dir_has_files(snap2)) {
+            (void)pathf(dir, cap, "%s", snap2);
+            snprintf(m->kind, sizeof m->kind, "release");
+            return PV_OK;
+        }
+    }
     if (opt && opt->strict)
         return pvc_fail(msg, PV_ENOWEIGHTS,
                         "bevfusion: release artifacts not found (--weights, PERCEIVE_WEIGHTS_DIR, %.200s). Fetch them: "
