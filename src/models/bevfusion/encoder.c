@@ -329,6 +329,9 @@ static pv_status feature_node(walk *w, int ni, int nfeat_inputs, bool *taken)
     pv_status s;
     const char *op = n->op_type;
     int x = n->in[0];
+    /* Mul and Add commute: the sparse tensor may be either operand */
+    if (n->nin == 2 && (!strcmp(op, "Mul") || !strcmp(op, "Add")) && (x < 0 || w->fs[x].kind == F_NONE) && n->in[1] >= 0)
+        x = n->in[1];
     fstate *fx = x >= 0 ? &w->fs[x] : NULL;
     bool single = x >= 0 && w->uses[x] == 1;
     bool pending = fx && fx->kind == F_PENDING && single && !*n->domain && n->nout == 1 && n->out[0] >= 0;
@@ -354,13 +357,9 @@ static pv_status feature_node(walk *w, int ni, int nfeat_inputs, bool *taken)
             }
         } else {
             bool sc;
-            int cv = n->in[1];
-            if (n->nin != 2 || trace(g, n->in[0]) != x) cv = -1;
+            /* the other operand; Sub and Div only as x - c, x / c */
+            int cv = n->nin != 2 ? -1 : n->in[0] == x ? n->in[1] : (!strcmp(op, "Mul") || !strcmp(op, "Add")) ? n->in[0] : -1;
             const float *k = chan_const(g, cv, C, &sc);
-            if (!k && n->nin == 2 && (!strcmp(op, "Mul") || !strcmp(op, "Add"))) {   /* constant first */
-                k = chan_const(g, n->in[0], C, &sc);
-                if (k) { x = n->in[1]; fx = &w->fs[x]; if (fx->kind != F_PENDING || w->uses[x] != 1) k = NULL; }
-            }
             if (!k)
                 return pvc_fail(w->msg, PV_EUNSUPPORTED, "node '%s' (%s) on sparse features: only per-channel constants are supported",
                                 n->name, op);
