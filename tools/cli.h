@@ -9,6 +9,8 @@ int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, l
 int cli_read_file(const char *path, void **buf, size_t *len);
 /* "-" is stdout. Print the error. */
 int cli_write_text(const char *path, const char *text);
+/* The pv_input format a file name implies (.pcd, .pcd.bin nuScenes, .bin KITTI, .npy, .npz), else "auto". */
+const char *cli_format_of(const char *path);
 int cli_write_bytes(const char *path, const void *buf, size_t len);
 
 int cli_models(void);

@@ -42,17 +42,6 @@ static double pct(double *v, int n, double q)
     return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
 }
 
-static const char *fmt_of(const char *path)
-{
-    size_t n = strlen(path);
-    if (n >= 8 && !strcasecmp(path + n - 8, ".pcd.bin")) return "nuscenes";
-    if (n >= 4 && !strcasecmp(path + n - 4, ".pcd")) return "pcd";
-    if (n >= 4 && !strcasecmp(path + n - 4, ".bin")) return "kitti";
-    if (n >= 4 && !strcasecmp(path + n - 4, ".npy")) return "npy";
-    if (n >= 4 && !strcasecmp(path + n - 4, ".npz")) return "npz";
-    return "auto";
-}
-
 typedef struct feeder { pv_model *m; const pv_input *in; int frames, fails; } feeder;
 
 static void *feed(void *arg)
@@ -148,7 +137,7 @@ int cli_bench(int argc, char **argv)
     for (int i = 0; i < o.ninputs; i++) {
         size_t len;
         if (cli_read_file(o.inputs[i], &bufs[i], &len)) goto done;
-        ins[i] = (pv_input){ .name = "points", .format = fmt_of(o.inputs[i]), .data = bufs[i], .len = len };
+        ins[i] = (pv_input){ .name = "points", .format = cli_format_of(o.inputs[i]), .data = bufs[i], .len = len };
         if (pv_input_validate(&ins[i]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", o.inputs[i], pv_last_error()); goto done; }
     }
     struct timespec ts;

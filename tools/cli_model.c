@@ -66,20 +66,6 @@ static int parse_mopts(int argc, char **argv, mopts *o)
     return 0;
 }
 
-/* The format from the file name when --format is not given. */
-static const char *format_of(const char *path, const char *given)
-{
-    if (given) return given;
-    size_t n = strlen(path);
-    struct { const char *ext, *fmt; } t[] = { { ".pcd.bin", "nuscenes" }, { ".pcd", "pcd" }, { ".bin", "kitti" },
-                                              { ".npy", "npy" }, { ".npz", "npz" } };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        size_t e = strlen(t[i].ext);
-        if (n >= e && !strcasecmp(path + n - e, t[i].ext)) return t[i].fmt;
-    }
-    return "auto";
-}
-
 static int open_model(const mopts *o, pv_model **m)
 {
     pv_model_options mo = { .threads = o->threads, .weights_dir = o->weights, .strict = o->strict };
@@ -141,7 +127,7 @@ int cli_run(int argc, char **argv)
         const char *path = i == 0 ? o.file : o.sweeps[i - 1];
         size_t len = 0;
         if (cli_read_file(path, &bufs[i], &len)) goto done;
-        in[n_in++] = (pv_input){ .name = i == 0 ? "points" : "sweep", .format = format_of(path, i == 0 ? o.format : NULL),
+        in[n_in++] = (pv_input){ .name = i == 0 ? "points" : "sweep", .format = (i == 0 && o.format ? o.format : cli_format_of(path)),
                                  .data = bufs[i], .len = len };
         /* a bad file is refused before the model is loaded */
         if (pv_input_validate(&in[n_in - 1]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", path, pv_last_error()); goto done; }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
@@ -55,3 +56,15 @@ int cli_write_bytes(const char *path, const void *buf, size_t len)
 }
 
 int cli_write_text(const char *path, const char *text) { return cli_write_bytes(path, text, strlen(text)); }
+
+const char *cli_format_of(const char *path)
+{
+    static const struct { const char *ext, *fmt; } t[] = { { ".pcd.bin", "nuscenes" }, { ".pcd", "pcd" }, { ".bin", "kitti" },
+                                                          { ".npy", "npy" }, { ".npz", "npz" } };
+    size_t n = strlen(path);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        size_t e = strlen(t[i].ext);
+        if (n >= e && !strcasecmp(path + n - e, t[i].ext)) return t[i].fmt;
+    }
+    return "auto";
+}
