@@ -4,8 +4,10 @@
  * shapes are the BEV dense head's (with its ConvTranspose upsampling) and ResNet-34's at 432x768. Not a test: numbers feed the
  * table in src/kernels/dnnl/conv_dnnl.c.
  *   pv_conv_bench [--iters N] [--threads 1,2] [--only SUBSTRING]
- * Prints best-of-N ms and GFLOP/s per path, the path AUTO picks, and the largest difference of
- * each oneDNN result from the im2col one. */
+ * Prints GFLOP/s (best of N) per path: im2col, oneDNN NCHW, oneDNN blocked, Winograd (oneDNN,
+ * fp32, 3x3 stride 1 only) and the bf16 precision (AVX512_BF16 / AMX; "-" when the CPU lacks
+ * it), the path AUTO picks, and the largest difference of each result from the im2col one
+ * (fp32 direct paths, then Winograd and bf16 separately, relative to max |y|). */
 #include "graph/graph.h"
 #include "kernels/dnnl/conv_dnnl.h"
 
@@ -70,7 +72,7 @@ typedef struct bench_conv {
 
 /* prepare through the operator, as the planner would (weights and bias constant) */
 static pv_status bench_prepare(bench_conv *b, const shape *s, const float *x, const float *w,
-                               const float *bias, int threads)
+                               const float *bias, int threads, pvc_precision prec)
 {
     memset(b, 0, sizeof *b);
     b->node.name = (char *)"bench";
@@ -97,7 +99,7 @@ static pv_status bench_prepare(bench_conv *b, const shape *s, const float *x, co
     B->data = (void *)bias;
     pvc_msg msg = {{0}};
     pvg_prep p = { .node = &b->node, .nin = 3, .nout = 1, .in = b->in, .out = &b->out, .params = b->params,
-                   .opset = 17, .msg = &msg, .threads = threads };
+                   .opset = 17, .msg = &msg, .threads = threads, .precision = prec };
     pv_status st = b->op->prepare(&p);
     if (st != PV_OK) { fprintf(stderr, "prepare: %s\n", msg.text); return st; }
     pvc_tensor_set_contiguous(&b->out);
@@ -105,6 +107,13 @@ static pv_status bench_prepare(bench_conv *b, const shape *s, const float *x, co
     b->ws_bytes = p.workspace;
     b->ws = p.workspace ? pvc_malloc_aligned(p.workspace) : NULL;
     return p.workspace && !b->ws ? PV_ENOMEM : PV_OK;
+}
+
+/* the oneDNN implementation a prepared Conv/ConvTranspose holds ("-" when its own path runs) */
+static void conv_impl(const bench_conv *b, char *buf, size_t n)
+{
+    const pvk_dnnl_conv *c = pvk_dnnl_conv_of_params(b->params);
+    snprintf(buf, n, "%s", c ? pvk_dnnl_conv_impl(c) : "-");
 }
 
 static void bench_release(bench_conv *b)
@@ -138,7 +147,11 @@ static float *rand_buf(int64_t n, float scale, unsigned *seed)
     return p;
 }
 
-static const char *mode_env[] = { "0", "nchw", "blocked" };
+/* columns: perceive's im2col, oneDNN NCHW, oneDNN blocked, oneDNN blocked Winograd, the AUTO
+ * pick at bf16 */
+enum { NCOL = 5 };
+static const char *mode_env[NCOL] = { "0", "nchw", "blocked", "blocked", "1" };
+static const char *wino_env[NCOL] = { "0", "0", "0", "1", "0" };
 static const char *pick_name[] = { "im2col", "auto", "dnnl-nchw", "dnnl-blocked" };
 
 /* what oneDNN runs for shape s in mode m (its implementation name), "-" when it declines */
@@ -181,8 +194,12 @@ int main(int argc, char **argv)
     if (iters < 1) iters = 1;
     printf("oneDNN %s; best of %d runs; GFLOP/s = 2*N*Cout*(Cin/g)*k*k*OH*OW / time; conv + bias + relu\n",
            pvk_dnnl_available() ? "linked" : "NOT linked (only im2col is measured)", iters);
-    printf("%-28s %3s %8s %8s %8s  %-22s %-22s %-12s %9s\n", "shape", "thr", "im2col", "d-nchw", "d-blocked",
-           "nchw impl", "blocked impl", "table picks", "max|diff|");
+    printf("%-28s %3s %8s %8s %8s %8s %8s  %-22s %-26s %-12s %9s %9s %9s\n", "shape", "thr", "im2col", "d-nchw",
+           "d-blocked", "wino", "bf16", "nchw impl", "bf16 impl", "table picks", "max|diff|", "wino rel", "bf16 rel");
+    pvc_precision bf16 = PVC_PREC_FP32;
+    char why[160];
+    if (pvc_precision_resolve(PV_PRECISION_BF16, &bf16, why, sizeof why) != PV_OK || bf16 != PVC_PREC_BF16)
+        printf("bf16 column: %s\n", why);
     unsigned seed = 1;
     for (size_t si = 0; si < PVC_COUNTOF(shapes); si++) {
         const shape *s = &shapes[si];
@@ -198,30 +215,40 @@ int main(int argc, char **argv)
         for (int ti = 0; ti < nthreads; ti++) {
             pvc_pool *pool = NULL;
             if (pvc_pool_create(threads[ti], &pool) != PV_OK) return 1;
-            double gf[3];
-            float diff = 0;
-            char impl[3][40] = { "", "-", "-" };
+            double gf[NCOL], ymax = 0;
+            float diff = 0, dcol[NCOL] = { 0 };
+            char impl[NCOL][40] = { "", "-", "-", "-", "-" };
             pvk_dnnl_mode pick = PVK_DNNL_OFF;
-            for (int m = 0; m < 3; m++) {
+            for (int m = 0; m < NCOL; m++) {
                 gf[m] = NAN;
                 if (m > 0 && !pvk_dnnl_available()) continue;
-                if (m > 0) impl_name(s, oh, ow, w, threads[ti], m == 1 ? PVK_DNNL_NCHW : PVK_DNNL_BLOCKED,
-                                     impl[m], sizeof impl[m], &pick);
+                if (m == 4 && bf16 != PVC_PREC_BF16) continue;
+                if (m == 1 || m == 2) impl_name(s, oh, ow, w, threads[ti], m == 1 ? PVK_DNNL_NCHW : PVK_DNNL_BLOCKED,
+                                                impl[m], sizeof impl[m], &pick);
                 setenv("PERCEIVE_DNNL", mode_env[m], 1);
+                setenv("PERCEIVE_WINOGRAD", wino_env[m], 1);
                 bench_conv b;
-                if (bench_prepare(&b, s, x, w, bias, threads[ti]) != PV_OK) { bench_release(&b); continue; }
+                if (bench_prepare(&b, s, x, w, bias, threads[ti], m == 4 ? PVC_PREC_BF16 : PVC_PREC_FP32) != PV_OK) { bench_release(&b); continue; }
+                if (m >= 3) {
+                    conv_impl(&b, impl[m], sizeof impl[m]);
+                    if (m == 3 && !strstr(impl[m], "wino")) { bench_release(&b); continue; }   /* no Winograd kernel */
+                }
                 double t = bench_time(&b, m == 0 ? ref : y, pool, iters);
                 gf[m] = flops / t / 1e6;
-                for (int64_t i = 0; m > 0 && i < ny; i++) diff = fmaxf(diff, fabsf(y[i] - ref[i]));
+                for (int64_t i = 0; m == 0 && i < ny; i++) ymax = fmax(ymax, fabsf(ref[i]));
+                for (int64_t i = 0; m > 0 && i < ny; i++) dcol[m] = fmaxf(dcol[m], fabsf(y[i] - ref[i]));
                 bench_release(&b);
             }
-            printf("%-28s %3d %8.1f %8.1f %8.1f  %-22s %-22s %-12s %9.2g\n", s->name, threads[ti], gf[0], gf[1], gf[2],
-                   impl[1], impl[2], pick_name[pick], (double)diff);
+            diff = fmaxf(dcol[1], dcol[2]);
+            printf("%-28s %3d %8.1f %8.1f %8.1f %8.1f %8.1f  %-22s %-26s %-12s %9.2g %9.2g %9.2g\n", s->name, threads[ti],
+                   gf[0], gf[1], gf[2], gf[3], gf[4], impl[1], impl[4], pick_name[pick], (double)diff,
+                   isnan(gf[3]) ? NAN : dcol[3] / ymax, isnan(gf[4]) ? NAN : dcol[4] / ymax);
             fflush(stdout);
             pvc_pool_free(pool);
         }
         pvc_free_aligned(x); pvc_free_aligned(w); pvc_free_aligned(bias); pvc_free_aligned(ref); pvc_free_aligned(y);
     }
     unsetenv("PERCEIVE_DNNL");
+    unsetenv("PERCEIVE_WINOGRAD");
     return 0;
 }

@@ -85,9 +85,16 @@ const char *pv_last_error(void);
 /* ---- ONNX graphs -------------------------------------------------------------------------- */
 typedef struct pv_graph pv_graph;
 
+/* What convolutions and matrix products compute in. BF16: bf16 weights and activations with
+ * fp32 accumulation (AVX512_BF16 / AMX), fp32 everywhere else (softmax, norms, heads); on a
+ * CPU without AVX512_BF16 (or a build without oneDNN) it runs fp32 and says why (stats).
+ * DEFAULT: the PERCEIVE_PRECISION environment variable (fp32 | bf16), else fp32. */
+typedef enum { PV_PRECISION_DEFAULT = 0, PV_PRECISION_FP32, PV_PRECISION_BF16 } pv_precision;
+
 typedef struct pv_graph_options {
     int threads;        /* 0: all cores (or PERCEIVE_THREADS) */
     int no_fuse;        /* 1: skip BatchNorm folding and activation fusion (for debugging) */
+    pv_precision precision;
 } pv_graph_options;
 
 /* Loads and verifies an ONNX file (external data resolved next to it), runs the load-time
@@ -120,6 +127,8 @@ typedef struct pv_graph_stats {
     /* load-time passes: nodes folded to constants, BatchNorms folded into weights, activations
      * fused into their producer, attention chains fused into perceive::Attention */
     int     folded, bn_folded, act_fused, attn_fused;
+    const char *precision;       /* what runs: "fp32" or "bf16" */
+    const char *precision_note;  /* why not the requested one, or "" */
 } pv_graph_stats;
 pv_status   pv_graph_stats_get(const pv_graph *g, pv_graph_stats *st);
 
@@ -158,6 +167,7 @@ typedef struct pv_model_options {
     int         threads;      /* 0: all cores (or PERCEIVE_THREADS) */
     const char *weights_dir;  /* NULL: PERCEIVE_WEIGHTS_DIR, then the Hugging Face cache */
     int         strict;       /* 1: refuse to fall back to generated weights (PV_ENOWEIGHTS) */
+    pv_precision precision;   /* the engine's convolutions and matrix products (see above) */
 } pv_model_options;
 
 /* Resolves and verifies the model's artifacts, builds and plans it, runs one warm-up frame.

@@ -5,6 +5,8 @@
 #include <stddef.h>
 
 int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out);
+/* --precision fp32|bf16 into *out (a pv_precision); prints the error. */
+int cli_parse_precision(const char *v, int *out);
 /* Whole file into a malloc'ed buffer; prints the error. */
 int cli_read_file(const char *path, void **buf, size_t *len);
 /* "-" is stdout. Print the error. */

@@ -1,5 +1,6 @@
 /* perceive CLI: argument and file helpers. */
 #include "cli.h"
+#include "perceive.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -19,6 +20,14 @@ int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, l
         return -1;
     }
     *out = x;
+    return 0;
+}
+
+int cli_parse_precision(const char *v, int *out)
+{
+    if (!strcmp(v, "fp32")) *out = PV_PRECISION_FP32;
+    else if (!strcmp(v, "bf16")) *out = PV_PRECISION_BF16;
+    else { fprintf(stderr, "perceive: --precision: '%s' is not one of fp32, bf16\n", v); return -1; }
     return 0;
 }
 

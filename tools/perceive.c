@@ -1,8 +1,9 @@
 /* perceive: the command-line tool. A thin caller of the public API (include/perceive.h) plus
  * the file formats of src/io.
  *
- *   perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--no-fuse]
- *   perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer] [--no-fuse]
+ *   perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--precision P] [--no-fuse]
+ *   perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--rounds R] [--threads N] [--precision P]
+ *                                 [--json F] [--no-peer] [--no-fuse]
  *   perceive onnx fill IN.onnx OUT.onnx [--seed S] [--external-threshold BYTES]
  *   perceive onnx info FILE.onnx
  *   perceive version
@@ -33,8 +34,9 @@ static void usage(FILE *f)
             "  perceive serve MODEL [--host 127.0.0.1] [--port 8080] [--threads N] [--workers N] [--queue N]\n"
             "               [--max-body-mb N] [--max-connections N] [--weights DIR] [--strict] [--quiet]\n"
             "  perceive bench MODEL [--inputs F,...] [--iters N] [--threads N] [--json F] [--weights DIR] [--fixture DIR]\n"
-            "  perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--no-fuse]\n"
-            "  perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--threads N] [--json F] [--no-peer] [--no-fuse]\n"
+            "  perceive onnx run FILE.onnx --inputs IN.npz [--outputs OUT.npz] [--threads N] [--precision fp32|bf16] [--no-fuse]\n"
+            "  perceive onnx bench FILE.onnx --inputs IN.npz [--iters N] [--rounds R] [--threads N] [--precision fp32|bf16]\n"
+            "                      [--json F] [--no-peer] [--no-fuse]\n"
             "  perceive onnx fill IN.onnx OUT.onnx [--seed S] [--external-threshold BYTES]\n"
             "  perceive onnx info FILE.onnx\n"
             "  perceive version\n");
@@ -42,7 +44,7 @@ static void usage(FILE *f)
 
 typedef struct opts {
     const char *inputs, *outputs, *json;
-    int threads, iters, no_peer, no_fuse;
+    int threads, iters, no_peer, no_fuse, precision, rounds;
     unsigned long long seed;
     long long ext_threshold;
     const char *pos[4];
@@ -55,6 +57,7 @@ static int parse_opts(int argc, char **argv, opts *o)
     o->iters = 20;
     o->seed = 1;
     o->ext_threshold = 1024;
+    o->rounds = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         long long v;
@@ -65,6 +68,8 @@ static int parse_opts(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--no-peer")) o->no_peer = 1;
         else if (!strcmp(a, "--no-fuse")) o->no_fuse = 1;
         else if (!strcmp(a, "--threads") && has_val) { if (cli_parse_int(a, argv[++i], 1, 1024, &v)) return -1; o->threads = (int)v; }
+        else if (!strcmp(a, "--precision") && has_val) { if (cli_parse_precision(argv[++i], &o->precision)) return -1; }
+        else if (!strcmp(a, "--rounds") && has_val) { if (cli_parse_int(a, argv[++i], 1, 1000, &v)) return -1; o->rounds = (int)v; }
         else if (!strcmp(a, "--iters") && has_val) { if (cli_parse_int(a, argv[++i], 1, 1000000, &v)) return -1; o->iters = (int)v; }
         else if (!strcmp(a, "--seed") && has_val) { if (cli_parse_int(a, argv[++i], 0, LLONG_MAX, &v)) return -1; o->seed = (unsigned long long)v; }
         else if (!strcmp(a, "--external-threshold") && has_val) { if (cli_parse_int(a, argv[++i], 0, LLONG_MAX, &v)) return -1; o->ext_threshold = v; }
@@ -114,11 +119,13 @@ static void print_summary(const pv_tensor *t)
 
 static int open_graph(const char *file, const opts *o, pv_graph **g)
 {
-    pv_graph_options go = { .threads = o->threads, .no_fuse = o->no_fuse };
+    pv_graph_options go = { .threads = o->threads, .no_fuse = o->no_fuse, .precision = (pv_precision)o->precision };
     if (pv_graph_open(file, &go, g) != PV_OK) {
         fprintf(stderr, "perceive: %s\n", pv_last_error());
         return -1;
     }
+    pv_graph_stats st;
+    if (pv_graph_stats_get(*g, &st) == PV_OK && st.precision_note[0]) fprintf(stderr, "perceive: note: %s\n", st.precision_note);
     return 0;
 }
 
@@ -232,7 +239,7 @@ static int cmd_bench(const opts *o)
     double load_ms = pvc_now_ms() - t0;
     size_t cap = (size_t)pv_graph_num_outputs(g), n_out = cap;
     outs = calloc(cap + 1, sizeof *outs);
-    t = calloc((size_t)o->iters, sizeof *t);
+    t = calloc((size_t)o->iters * (size_t)o->rounds, sizeof *t);
     if (!outs || !t) goto done;
     t0 = pvc_now_ms();
     if (pv_graph_run(g, ins, (size_t)arrs.n, outs, &n_out) != PV_OK) {     /* plans + warms */
@@ -240,35 +247,47 @@ static int cmd_bench(const opts *o)
         goto done;
     }
     double first_ms = pvc_now_ms() - t0;
-    for (int i = 0; i < o->iters; i++) {
-        n_out = cap;
-        double s = pvc_now_ms();
-        if (pv_graph_run(g, ins, (size_t)arrs.n, outs, &n_out) != PV_OK) {
-            fprintf(stderr, "perceive: %s\n", pv_graph_errmsg(g));
-            goto done;
+    /* rounds alternate perceive's iterations with the peer's (a subprocess on the same file,
+     * inputs and threads), so drifting machine load hits both columns alike */
+    int threads = o->threads ? o->threads : pvc_default_threads(), n = 0;
+    double ort_round[1000], ort = -1;
+    int ort_rounds = 0;
+    char ver[64] = "";
+    for (int r = 0; r < o->rounds; r++) {
+        for (int i = 0; i < o->iters; i++) {
+            n_out = cap;
+            double s = pvc_now_ms();
+            if (pv_graph_run(g, ins, (size_t)arrs.n, outs, &n_out) != PV_OK) {
+                fprintf(stderr, "perceive: %s\n", pv_graph_errmsg(g));
+                goto done;
+            }
+            t[n++] = pvc_now_ms() - s;
         }
-        t[i] = pvc_now_ms() - s;
+        if (!o->no_peer) {
+            double p = ort_peer(o->pos[0], o->inputs, threads, o->iters, ver, sizeof ver);
+            if (p > 0) ort_round[ort_rounds++] = p;
+        }
     }
-    qsort(t, (size_t)o->iters, sizeof *t, cmp_double);
-    double p50 = percentile(t, o->iters, 0.5), p99 = percentile(t, o->iters, 0.99);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double p50 = percentile(t, n, 0.5), p99 = percentile(t, n, 0.99);
+    if (ort_rounds) {
+        qsort(ort_round, (size_t)ort_rounds, sizeof *ort_round, cmp_double);
+        ort = percentile(ort_round, ort_rounds, 0.5);
+    }
     pv_graph_stats st;
     pv_graph_stats_get(g, &st);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    int threads = o->threads ? o->threads : pvc_default_threads();
     const pvc_cpu *cpu = pvc_cpu_get();
-    printf("cpu: %s  isa: %s  threads: %d\n", cpu->brand[0] ? cpu->brand : "unknown", pv_isa(), threads);
-    printf("perceive: load %.1f ms, first run %.1f ms, p50 %.3f ms, p99 %.3f ms over %d iters\n",
-           load_ms, first_ms, p50, p99, o->iters);
+    printf("cpu: %s  isa: %s  threads: %d  precision: %s\n", cpu->brand[0] ? cpu->brand : "unknown", pv_isa(), threads,
+           st.precision);
+    printf("perceive: load %.1f ms, first run %.1f ms, p50 %.3f ms, p99 %.3f ms over %d iters%s\n",
+           load_ms, first_ms, p50, p99, n, o->rounds > 1 ? " (all rounds)" : "");
     printf("memory: arena %.1f MiB, workspace %.1f MiB, constants %.1f MiB, peak RSS %.1f MiB\n",
            st.arena_bytes / 1048576.0, st.workspace_bytes / 1048576.0, st.const_bytes / 1048576.0, ru.ru_maxrss / 1024.0);
-    double ort = -1;
-    char ver[64] = "";
     if (!o->no_peer) {
-        pv_graph_close(g);     /* free our memory before the peer runs */
-        g = NULL;
-        ort = ort_peer(o->pos[0], o->inputs, threads, o->iters, ver, sizeof ver);
-        if (ort > 0) printf("onnxruntime %s: p50 %.3f ms  ratio perceive/ort %.3f\n", ver, ort, p50 / ort);
+        if (ort > 0) printf("onnxruntime %s (fp32): p50 %.3f ms%s  ratio perceive/ort %.3f\n", ver, ort,
+                            ort_rounds > 1 ? " (median of the rounds' p50s)" : "", p50 / ort);
         else printf("onnxruntime: not available (node + tools/gen/node_modules/onnxruntime-node)\n");
     }
     if (o->json) {
@@ -276,9 +295,10 @@ static int cmd_bench(const opts *o)
         if (!f) { fprintf(stderr, "perceive: cannot write %s: %s\n", o->json, strerror(errno)); goto done; }
         fprintf(f, "{\"model\": \"%s\", \"p50_ms\": %.4f, \"p99_ms\": %.4f, \"iters\": %d, \"threads\": %d, "
                    "\"isa\": \"%s\", \"cpu\": \"%s\", \"load_ms\": %.2f, \"first_ms\": %.2f, "
-                   "\"arena_bytes\": %zu, \"workspace_bytes\": %zu, \"const_bytes\": %zu, \"peak_rss_bytes\": %lld",
-                o->pos[0], p50, p99, o->iters, threads, pv_isa(), cpu->brand, load_ms, first_ms,
-                st.arena_bytes, st.workspace_bytes, st.const_bytes, (long long)ru.ru_maxrss * 1024);
+                   "\"arena_bytes\": %zu, \"workspace_bytes\": %zu, \"const_bytes\": %zu, \"peak_rss_bytes\": %lld, "
+                   "\"precision\": \"%s\", \"rounds\": %d",
+                o->pos[0], p50, p99, n, threads, pv_isa(), cpu->brand, load_ms, first_ms,
+                st.arena_bytes, st.workspace_bytes, st.const_bytes, (long long)ru.ru_maxrss * 1024, st.precision, o->rounds);
         if (ort > 0) fprintf(f, ", \"ort_p50_ms\": %.4f, \"ort_version\": \"%s\", \"ratio\": %.4f", ort, ver, p50 / ort);
         fprintf(f, "}\n");
         fclose(f);

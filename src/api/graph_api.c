@@ -18,6 +18,7 @@ struct pv_graph {
     int             last;           /* index of the last plan run, -1 none */
     pvc_tensor     *bound;          /* inputs in graph order, scratch for run */
     pvg_pass_stats  passes;
+    char            prec_note[160]; /* why the requested precision is not the one run, or "" */
     pvc_msg         msg;
     pthread_mutex_t mu;
 };
@@ -29,7 +30,9 @@ static pv_status open_common(pvg_graph *g, const pv_graph_options *opt, pv_graph
     h->g = g;
     h->last = -1;
     pthread_mutex_init(&h->mu, NULL);
-    pv_status s = pvg_passes_run(g, !(opt && opt->no_fuse), &h->passes);
+    pv_status s = pvc_precision_resolve(opt ? (int)opt->precision : 0, &g->precision, h->prec_note, sizeof h->prec_note);
+    if (s != PV_OK) goto fail;
+    s = pvg_passes_run(g, !(opt && opt->no_fuse), &h->passes);
     if (s != PV_OK) { pvc_fail(NULL, s, "%s", g->msg.text); goto fail; }
     h->bound = pvc_calloc((size_t)g->ninputs + 1, sizeof *h->bound);
     if (!h->bound) { s = pvc_fail(NULL, PV_ENOMEM, "out of memory opening a graph"); goto fail; }
@@ -210,6 +213,8 @@ pv_status pv_graph_stats_get(const pv_graph *h, pv_graph_stats *st)
     st->bn_folded = h->passes.bn_folded;
     st->act_fused = h->passes.act_fused;
     st->attn_fused = h->passes.attn_fused;
+    st->precision = pvc_precision_name(h->g->precision);
+    st->precision_note = h->prec_note;
     for (int i = 0; i < PV_MAX_PLANS; i++) st->plans += h->plans[i] != NULL;
     if (h->last >= 0 && h->plans[h->last]) {
         pvg_plan_info info;

@@ -73,12 +73,30 @@ int       pvc_default_threads(void);   /* PERCEIVE_THREADS or the number of onli
 /* ---- cpu ---------------------------------------------------------------------------------- */
 typedef struct pvc_cpu {
     bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, avx512_vnni;
+    bool amx_bf16;          /* AMX tiles + AMX-BF16, and the OS saves tile state (XCR0 17/18) */
     char brand[64];
 } pvc_cpu;
 const pvc_cpu *pvc_cpu_get(void);
-typedef enum { PVC_ISA_SCALAR = 0, PVC_ISA_AVX2, PVC_ISA_AVX512 } pvc_isa;
-pvc_isa     pvc_isa_selected(void);    /* from cpuid, lowered by PERCEIVE_ISA */
+/* ISA levels, each a superset of the one before. AVX512 = F+BW+VL+DQ+FMA; AVX512_BF16 adds
+ * vdpbf16ps; AMX adds AMX-BF16 tiles (only oneDNN uses them). Kernel tables compare with <=. */
+typedef enum {
+    PVC_ISA_SCALAR = 0, PVC_ISA_AVX2, PVC_ISA_AVX512, PVC_ISA_AVX512_BF16, PVC_ISA_AMX
+} pvc_isa;
+/* From cpuid, lowered by PERCEIVE_ISA (scalar, avx2, avx512, avx512_bf16, amx); it caps oneDNN
+ * too. */
+pvc_isa     pvc_isa_selected(void);
 const char *pvc_isa_name(pvc_isa i);
+
+/* ---- precision ---------------------------------------------------------------------------- */
+/* What convolutions and matrix products compute in. BF16: bf16 weights and activations,
+ * fp32 accumulation and fp32 tensors between operators; everything else stays fp32. */
+typedef enum { PVC_PREC_FP32 = 0, PVC_PREC_BF16 } pvc_precision;
+const char *pvc_precision_name(pvc_precision p);
+/* The precision a run gets for a request (pv_precision, PV_PRECISION_DEFAULT = PERCEIVE_PRECISION
+ * or fp32): BF16 needs pvc_isa_selected() >= AVX512_BF16 and oneDNN; otherwise FP32 with the
+ * reason in why (else why = ""). An unknown request or PERCEIVE_PRECISION value: PV_EINPUT
+ * naming it. */
+pv_status   pvc_precision_resolve(int requested, pvc_precision *out, char *why, size_t why_len);
 
 /* ---- time --------------------------------------------------------------------------------- */
 double pvc_now_ms(void);               /* monotonic */

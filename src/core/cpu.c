@@ -2,6 +2,7 @@
 #include "core/core.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -39,6 +40,8 @@ static void detect(void)
             cpu.avx512vl = zmm && (b & (1u << 31));
             cpu.avx512_vnni = zmm && (c & (1u << 11));
         }
+        bool amx_os = (xcr & (3u << 17)) == (3u << 17);   /* XTILECFG + XTILEDATA */
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) cpu.amx_bf16 = amx_os && (d & (1u << 22)) && (d & (1u << 24));
         if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) cpu.avx512_bf16 = zmm && (a & (1u << 5));
     }
     unsigned brand[12] = {0};
@@ -51,11 +54,11 @@ static void detect(void)
 #endif
     isa = (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.fma) ? PVC_ISA_AVX512
         : (cpu.avx2 && cpu.fma) ? PVC_ISA_AVX2 : PVC_ISA_SCALAR;
+    if (isa == PVC_ISA_AVX512 && cpu.avx512_bf16) isa = cpu.amx_bf16 ? PVC_ISA_AMX : PVC_ISA_AVX512_BF16;
     const char *env = getenv("PERCEIVE_ISA");
     if (env) {
-        pvc_isa want = !strcmp(env, "scalar") ? PVC_ISA_SCALAR : !strcmp(env, "avx2") ? PVC_ISA_AVX2
-                     : !strcmp(env, "avx512") ? PVC_ISA_AVX512 : isa;
-        if (want < isa) isa = want;    /* can lower, never raise past the hardware */
+        for (int i = PVC_ISA_SCALAR; i <= PVC_ISA_AMX; i++)
+            if (!strcmp(env, pvc_isa_name((pvc_isa)i)) && (pvc_isa)i < isa) isa = (pvc_isa)i;   /* lower only */
     }
 }
 
@@ -64,7 +67,35 @@ pvc_isa pvc_isa_selected(void) { pthread_once(&once, detect); return isa; }
 
 const char *pvc_isa_name(pvc_isa i)
 {
-    return i == PVC_ISA_AVX512 ? "avx512" : i == PVC_ISA_AVX2 ? "avx2" : "scalar";
+    static const char *const names[] = { "scalar", "avx2", "avx512", "avx512_bf16", "amx" };
+    return (unsigned)i < PVC_COUNTOF(names) ? names[i] : "?";
+}
+
+const char *pvc_precision_name(pvc_precision p) { return p == PVC_PREC_BF16 ? "bf16" : "fp32"; }
+
+pv_status pvc_precision_resolve(int requested, pvc_precision *out, char *why, size_t why_len)
+{
+    *out = PVC_PREC_FP32;
+    if (why_len) why[0] = 0;
+    if (requested == PV_PRECISION_DEFAULT) {
+        const char *env = getenv("PERCEIVE_PRECISION");
+        if (!env || !*env || !strcmp(env, "fp32")) return PV_OK;
+        if (strcmp(env, "bf16"))
+            return pvc_fail(NULL, PV_EINPUT, "PERCEIVE_PRECISION: '%s' is not one of fp32, bf16", env);
+        requested = PV_PRECISION_BF16;
+    }
+    if (requested == PV_PRECISION_FP32) return PV_OK;
+    if (requested != PV_PRECISION_BF16)
+        return pvc_fail(NULL, PV_EINPUT, "precision: %d is not one of PV_PRECISION_DEFAULT, _FP32, _BF16", requested);
+    pvc_isa i = pvc_isa_selected();
+    if (i < PVC_ISA_AVX512_BF16)
+        snprintf(why, why_len, "bf16 needs AVX512_BF16; %s (ISA %s): running fp32",
+                 pvc_cpu_get()->avx512_bf16 ? "lowered by PERCEIVE_ISA" : "this CPU lacks it", pvc_isa_name(i));
+#ifndef PV_HAVE_DNNL
+    else snprintf(why, why_len, "bf16 needs oneDNN, which this build lacks: running fp32");
+#endif
+    else *out = PVC_PREC_BF16;
+    return PV_OK;
 }
 
 const char *pv_isa(void) { return pvc_isa_name(pvc_isa_selected()); }

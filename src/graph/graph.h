@@ -70,6 +70,7 @@ typedef struct pvg_graph {
     int64_t    ir_version;
     char      *base_dir;                /* for external data */
     int        threads;                 /* threads plans run with (pv_graph's pool), 0 unknown */
+    pvc_precision precision;            /* resolved: what Conv/MatMul/Gemm compute in */
     void      *name_index;              /* value name -> index (hash), private to ir.c */
     pvc_msg    msg;
 } pvg_graph;
@@ -111,6 +112,7 @@ typedef struct pvg_prep {
     pvc_msg          *msg;
     int               threads;  /* threads run will use (the graph's pool); 0 = not known:
                                    pvc_default_threads(). For kernels fixed at plan time. */
+    pvc_precision     precision;/* g->precision; ops without a bf16 kernel ignore it */
 } pvg_prep;
 
 /* Execution context of one node. */

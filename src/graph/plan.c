@@ -59,6 +59,7 @@ pv_status pvg_node_prepare(pvg_graph *g, pvg_node *n, const pvc_tensor *in, pvc_
     p.opset = g->opset;
     p.msg = msg;
     p.threads = g->threads;
+    p.precision = g->precision;
     memset(params, 0, PVG_PARAMS_BYTES);
     for (int i = 0; i < n->nout; i++) { memset(&out[i], 0, sizeof out[i]); out[i].rank = -1; out[i].dtype = PV_DTYPE_COUNT; }
     for (int i = 0; i < n->nattrs; i++) n->attrs[i].used = false;
@@ -110,6 +111,7 @@ pv_status pvg_node_eval(pvg_node *n, const pvc_tensor *in, pvc_tensor *out, cons
 void pvg_plan_free(pvg_plan *p)
 {
     if (!p) return;
+    pvg_plan_profile_print(p, stderr, NULL);
     /* nodes folded at plan time were released right after their evaluation */
     for (int s = 0; p->params && s < p->norder; s++) {
         int ni = p->order[s];
@@ -462,6 +464,22 @@ void pvg_plan_profile_print(const pvg_plan *p, FILE *f, const char *title)
         type[i] = type[b]; ms[i] = ms[b]; cnt[i] = cnt[b];
         type[b] = tt; ms[b] = tm; cnt[b] = tc;
         fprintf(f, "  %-24s %5d nodes %10.2f ms %5.1f%%\n", type[i], cnt[i], ms[i], total > 0 ? 100 * ms[i] / total : 0);
+    }
+    /* PERCEIVE_PROFILE=nodes: also the slowest nodes by name */
+    const char *prof = getenv("PERCEIVE_PROFILE");
+    if (!prof || strcmp(prof, "nodes")) return;
+    enum { TOP = 25 };
+    int top[TOP], ntop = 0;
+    for (int s = 0; s < p->norder; s++) {
+        int k = ntop;
+        if (ntop == TOP) { k = TOP - 1; if (p->prof_ms[s] <= p->prof_ms[top[k]]) continue; }
+        else ntop++;
+        top[k] = s;
+        for (; k > 0 && p->prof_ms[top[k]] > p->prof_ms[top[k - 1]]; k--) { int t = top[k]; top[k] = top[k - 1]; top[k - 1] = t; }
+    }
+    for (int i = 0; i < ntop; i++) {
+        const pvg_node *n = &g->nodes[p->order[top[i]]];
+        fprintf(f, "    %-40s %-16s %9.2f ms\n", n->name, n->op_type, p->prof_ms[top[i]] / p->prof_runs);
     }
 }
 

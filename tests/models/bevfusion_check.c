@@ -12,7 +12,22 @@
  * differently in TopK, so proposals are matched by content: a proposal may sit at another rank
  * (or swap into/out of the top P at the boundary) only when the reference's heat values at the
  * two ranks differ by at most TIE_TOL; every such case is printed. Cases whose input lives in
- * the shared data directory are skipped (not failed) when it is absent. */
+ * the shared data directory are skipped (not failed) when it is absent.
+ *
+ *   bevfusion_check FIXTURES_DIR [SHARED_DATA_DIR] --precision bf16
+ *
+ * runs the same cases with the dense part at bf16 against the same fp32 references: counts
+ * exact; proposals matched by content within BF16_MATCH_TOL (at least a tenth of them) and
+ * bbox_pred PCC >= 0.999 over the matched ones. Which proposals are selected is reported, not
+ * gated: with random weights the heatmap is flat, so bf16 rounding moves local maxima to a
+ * neighbouring cell and reorders the crowd at the TopK boundary; a content match may then pair
+ * neighbouring cells, whose scores differ, so the score PCC is printed only. The dense part's
+ * own outputs are gated before any selection (every output PCC >= 0.999) by
+ * `model_graphs_bf16` on bev_dense. Objects are reported too. SKIP without AVX512_BF16.
+ * Why not PCC >= 0.999 on score here: the generated (random) decoder amplifies any bf16 rounding
+ * of the BEV features; tools/ref/bevfusion_ref.py with its convolutions' inputs and weights
+ * rounded to bf16 gives score PCC 0.993 against itself on the same proposals (KITTI 000000), as
+ * perceive does. */
 #include "api/model_api.h"
 #include "graph/onnx.h"
 #include "io/io.h"
@@ -30,6 +45,11 @@
 #define TIE_TOL   2e-5     /* absolute, on heat values in [0, 1] */
 #define MATCH_TOL 2e-3     /* max |a - b| / (1 + |b|) over a proposal's 10 rows */
 #define BOX_TOL   1e-3
+#define BF16_MATCH_TOL   0.05
+#define BF16_HEAT_MARGIN 0.01
+#define BF16_PCC         0.999
+
+static bool g_bf16;    /* --precision bf16 */
 
 static const pvc_tensor *arr(const pvio_arrays *a, const char *name)
 {
@@ -161,9 +181,10 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
             if (d < bd) { bd = d; best = j; }
             if (d == 0) break;
         }
-        match[i] = bd <= MATCH_TOL ? best : -1;
+        match[i] = bd <= (g_bf16 ? BF16_MATCH_TOL : MATCH_TOL) ? best : -1;
         if (match[i] < 0) {
             unmatched++;
+            if (g_bf16) continue;       /* counted, gated below */
             double hi = as_d(eh, i < P ? i : P - 1), hb = as_d(eh, P);
             if (fabs(hi - hb) > TIE_TOL) { bad_swaps++; printf("  proposal %d (label %lld) has no reference match (best %.3g)\n", i, (long long)r.label_pred[i], bd); }
             continue;
@@ -171,7 +192,7 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
         used[match[i]] = true;
         if (match[i] != i) {
             swaps++;
-            if (fabs(as_d(eh, i) - as_d(eh, match[i])) > TIE_TOL) {
+            if (!g_bf16 && fabs(as_d(eh, i) - as_d(eh, match[i])) > TIE_TOL) {
                 bad_swaps++;
                 printf("  proposal %d sits at reference rank %d: heat %.8f vs %.8f is not a near-tie\n", i, match[i], as_d(eh, i), as_d(eh, match[i]));
             }
@@ -191,8 +212,21 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
     for (int i = 0; i < P; i++) if ((double)r.label_pred[i] != as_d(el, i)) label_diff++;
     printf("  proposals: %d matched, %d unmatched, %d at another rank (near-ties), %d not explained; bbox_pred PCC %.7f, score PCC %.7f;"
            " label_pred positions differing %d\n", na, unmatched, swaps, bad_swaps, pb, ps, label_diff);
-    if (bad_swaps || pb < 0.9999 || ps < 0.9999) fail = 1;
+    if (g_bf16) {
+        int clear = 0, missed = 0;
+        for (int j = 0; j < P; j++)
+            if (as_d(eh, j) >= as_d(eh, P) + BF16_HEAT_MARGIN) { clear++; missed += !used[j]; }
+        bool ok = na >= P / 10 && pb >= BF16_PCC;
+        printf("  bf16 gate: %d of %d proposals matched within %.2g (%d of the %d clearing the TopK boundary by %.2g not "
+               "selected); bbox_pred PCC >= %.3f over the matched: %s\n", na, P, BF16_MATCH_TOL, missed, clear, BF16_HEAT_MARGIN, BF16_PCC, ok ? "ok" : "FAILED");
+        if (!ok) fail = 1;
+    } else if (bad_swaps || pb < 0.9999 || ps < 0.9999) fail = 1;
     free(match); free(used); free(a); free(b); free(x); free(y);
+    if (g_bf16) {
+        printf("  objects: %d (fp32 reference %lld; not gated at bf16)\n%s %s\n", r.nobjects, (long long)pvc_numel(ol),
+               fail ? "FAIL" : "PASS", dir);
+        goto done;
+    }
     /* final objects */
     int64_t no = pvc_numel(ol);
     printf("  objects: %d (ref %lld)\n", r.nobjects, (long long)no);
@@ -315,15 +349,21 @@ int main(int argc, char **argv)
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--weights") && i + 1 < argc) weights = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc && !strcmp(argv[i + 1], "bf16")) { g_bf16 = true; i++; }
         else if (npos < 2) pos[npos++] = argv[i];
     }
     if (!pos[0]) { fprintf(stderr, "usage: bevfusion_check FIXTURES_DIR [SHARED_DATA_DIR] [--weights DIR]\n"); return 2; }
     argv[1] = (char *)pos[0];
     const char *shared = pos[1];
     pvm_bevfusion *m = NULL;
-    pvm_bevfusion_options o = { .threads = 0, .weights_dir = weights };
+    pvm_bevfusion_options o = { .threads = 0, .weights_dir = weights, .precision = g_bf16 ? PV_PRECISION_BF16 : PV_PRECISION_FP32 };
     pvc_msg msg = { { 0 } };
     if (pvm_bevfusion_open(&o, &m, &msg) != PV_OK) { printf("FAIL open: %s\n", msg.text); return 1; }
+    if (g_bf16 && strcmp(pvm_bevfusion_precision(m), "bf16")) {
+        printf("SKIP: %s\n", pvm_bevfusion_precision_note(m));
+        pvm_bevfusion_close(m);
+        return 0;
+    }
     DIR *d = opendir(argv[1]);
     if (!d) { printf("FAIL: cannot open %s\n", argv[1]); pvm_bevfusion_close(m); return 1; }
     char names[64][256];
@@ -348,7 +388,7 @@ int main(int argc, char **argv)
         if (rc == 1) fails++;
         if (rc == 0) passes++;
     }
-    fails += concurrency_check(m, argv[1], weights);
+    if (!g_bf16) fails += concurrency_check(m, argv[1], weights);
     pvm_bevfusion_close(m);
     printf("%d passed, %d failed, %d skipped\n", passes, fails, n - passes - fails);
     return fails || !passes ? 1 : 0;

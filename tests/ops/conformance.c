@@ -7,7 +7,12 @@
  *                                        is a failure everywhere)
  *   pv_conformance backend DIR --list    prints the cases that pass (to refresh the list)
  * Tolerance: |a-b| <= atol + rtol*|b| for floats (defaults 1e-4, 1e-4; a case may carry
- * tolerance.txt "atol rtol"); integers and bools exact. */
+ * tolerance.txt "atol rtol"); integers and bools exact.
+ *   pv_conformance fixtures DIR --precision bf16
+ *                                        the same graphs at bf16: every float output must have a
+ *                                        Pearson correlation >= 0.999 with the fp32 expected one
+ *                                        (printed with the largest error); integer outputs exact.
+ *                                        Says SKIP when the CPU cannot run bf16. */
 #include "perceive.h"
 #include "graph/onnx.h"
 #include "io/io.h"
@@ -21,6 +26,28 @@
 #include <unistd.h>
 
 typedef struct { double atol, rtol; } tol;
+
+static pv_precision g_precision = PV_PRECISION_FP32;   /* --precision */
+#define PCC_MIN 0.999
+
+/* Pearson correlation of the float outputs (NaN pairs skipped). 0 = PCC >= PCC_MIN. */
+static int compare_pcc(const char *cs, const pv_tensor *got, const pv_tensor *want, int64_t n)
+{
+    double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, worst = 0, wmax = 0;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = pvc_get_f64(got->data, got->dtype, i), b = pvc_get_f64(want->data, want->dtype, i);
+        if (isnan(a) && isnan(b)) continue;
+        sa += a; sb += b; saa += a * a; sbb += b * b; sab += a * b; m++;
+        worst = fmax(worst, isnan(a - b) ? INFINITY : fabs(a - b));
+        wmax = fmax(wmax, fabs(b));
+    }
+    double va = saa - sa * sa / (double)(m ? m : 1), vb = sbb - sb * sb / (double)(m ? m : 1);
+    /* a constant output has no correlation to speak of: it must then match closely */
+    double pcc = va > 0 && vb > 0 ? (sab - sa * sb / (double)m) / sqrt(va * vb) : (worst <= 1e-3 * fmax(1, wmax) ? 1 : 0);
+    printf("  %s: output '%s' bf16 vs fp32: pcc %.6f, max |err| %.3g (max |fp32| %.3g)\n", cs, want->name, pcc, worst, wmax);
+    return pcc >= PCC_MIN ? 0 : 1;
+}
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -58,6 +85,7 @@ static int compare(const char *cs, const pv_tensor *got, const pv_tensor *want, 
     int64_t n = pv_tensor_numel(want), bad = 0, first = -1;
     double worst = 0;
     bool fl = want->dtype == PV_F32 || want->dtype == PV_F16 || want->dtype == PV_BF16;
+    if (fl && g_precision == PV_PRECISION_BF16) return compare_pcc(cs, got, want, n);
     for (int64_t i = 0; i < n; i++) {
         if (fl) {
             double a = pvc_get_f64(got->data, got->dtype, i), b = pvc_get_f64(want->data, want->dtype, i);
@@ -115,7 +143,7 @@ static int run_case(const char *cs, const char *model, const pv_tensor *ins, int
                     const pv_tensor *want, int nwant, const pvio_arrays *ea, tol t, char *why, size_t wn)
 {
     pv_graph *g = NULL;
-    pv_graph_options go = { .threads = 2 };
+    pv_graph_options go = { .threads = 2, .precision = g_precision };
     if (pv_graph_open(model, &go, &g) != PV_OK) {
         snprintf(why, wn, "%s", pv_last_error());
         return 2;
@@ -346,7 +374,17 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 4 && !strcmp(argv[1], "compare")) return compare_files(argv[2], argv[3]);
     if (argc == 3 && !strcmp(argv[1], "fixtures")) return fixtures(argv[2]);
+    if (argc == 5 && !strcmp(argv[1], "fixtures") && !strcmp(argv[3], "--precision") && !strcmp(argv[4], "bf16")) {
+        pvc_precision eff;
+        char why[160];
+        if (pvc_precision_resolve(PV_PRECISION_BF16, &eff, why, sizeof why) != PV_OK || eff != PVC_PREC_BF16) {
+            printf("SKIP: %s\n0 passed, 0 failed, 1 skipped\n", why);
+            return 0;
+        }
+        g_precision = PV_PRECISION_BF16;
+        return fixtures(argv[2]);
+    }
     if (argc == 4 && !strcmp(argv[1], "backend")) return backend(argv[2], argv[3]);
-    fprintf(stderr, "usage: pv_conformance fixtures DIR | backend DIR PASSLIST|--list\n");
+    fprintf(stderr, "usage: pv_conformance fixtures DIR [--precision bf16] | backend DIR PASSLIST|--list\n");
     return 2;
 }

@@ -115,13 +115,17 @@ static void test_element_access(void **state)
     assert_string_equal(pv_dtype_name(PV_BF16), "bfloat16");
 }
 
+static bool c_has_bf16(void) { return pvc_cpu_get()->avx512_bf16; }
+
 static void test_isa(void **state)
 {
     (void)state;
     const char *name = pv_isa();
-    assert_true(!strcmp(name, "scalar") || !strcmp(name, "avx2") || !strcmp(name, "avx512"));
+    assert_true(!strcmp(name, "scalar") || !strcmp(name, "avx2") || !strcmp(name, "avx512") ||
+                !strcmp(name, "avx512_bf16") || !strcmp(name, "amx"));
+    if (pvc_isa_selected() >= PVC_ISA_AVX512_BF16) assert_true(c_has_bf16());
     const pvc_cpu *c = pvc_cpu_get();
-    if (pvc_isa_selected() == PVC_ISA_AVX512) assert_true(c->avx512f);
+    if (pvc_isa_selected() >= PVC_ISA_AVX512) assert_true(c->avx512f);
     if (pvc_isa_selected() >= PVC_ISA_AVX2) assert_true(c->avx2 && c->fma);
 }
 

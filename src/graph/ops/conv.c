@@ -11,17 +11,20 @@
 #include "graph/ops/lowp.h"
 #include "kernels/dnnl/conv_dnnl.h"
 
+#include <stddef.h>
 #include <string.h>
 
 enum { CONV_GEMM, CONV_1X1, CONV_DW };
 
 typedef struct conv_params {
+    pvk_dnnl_conv *dnnl;   /* made in prepare when oneDNN takes the shape, else NULL; first
+                              member: pvk_dnnl_conv_of_params reads it there */
     pvk_conv_geom g;
     int64_t batch, cin, cout, group;
     int64_t slice;      /* output pixels per im2col slice */
     int     mode;
-    pvk_dnnl_conv *dnnl;   /* made in prepare when oneDNN takes the shape, else NULL */
 } conv_params;
+_Static_assert(offsetof(conv_params, dnnl) == 0, "dnnl first");
 _Static_assert(sizeof(conv_params) <= PVG_PARAMS_BYTES, "conv params");
 
 static pv_status read_ints(pvg_prep *p, const char *name, int64_t want, int64_t min, int64_t *dst, int64_t def)
@@ -171,7 +174,8 @@ static pv_status conv_prepare(pvg_prep *p)
     p->workspace = 0;
     if (X->dtype == PV_F32 && W->data) {
         pvk_dnnl_conv_desc d = { .nsp = nsp, .batch = c->batch, .cin = cin, .cout = cout, .group = a.group,
-                                 .bias = pvg_has_in(p, 2), .act = p->node->act };
+                                 .bias = pvg_has_in(p, 2), .act = p->node->act,
+                                 .bf16 = p->precision == PVC_PREC_BF16 };
         for (int i = 0; i < nsp; i++) {
             d.in[i] = X->dims[2 + i];
             d.out[i] = odims[2 + i];
@@ -181,6 +185,7 @@ static pv_status conv_prepare(pvg_prep *p)
             d.pad_begin[i] = a.pad_begin[i];
             d.pad_end[i] = a.pad_end[i];
         }
+        d.winograd = pvk_dnnl_winograd_pick(&d);
         pvc_msg m = {{0}};
         if ((s = pvk_dnnl_conv_create(&d, W->data, p->threads, pvk_dnnl_mode_get(), &c->dnnl, &p->workspace, &m)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", m.text);

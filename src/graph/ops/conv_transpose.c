@@ -10,14 +10,17 @@
 #include "graph/ops/lowp.h"
 #include "kernels/dnnl/conv_dnnl.h"
 
+#include <stddef.h>
 #include <string.h>
 
 typedef struct convt_params {
+    pvk_dnnl_conv *dnnl;   /* made in prepare when oneDNN takes the shape, else NULL; first
+                              member: pvk_dnnl_conv_of_params reads it there */
     pvk_conv_geom g;    /* g.in: Y spatial dims, g.out: X spatial dims */
     int64_t batch, cin, cout, group;
     int64_t slice;      /* X pixels per GEMM + col2im slice */
-    pvk_dnnl_conv *dnnl;   /* made in prepare when oneDNN takes the shape, else NULL */
 } convt_params;
+_Static_assert(offsetof(convt_params, dnnl) == 0, "dnnl first");
 _Static_assert(sizeof(convt_params) <= PVG_PARAMS_BYTES, "conv_transpose params");
 
 static pv_status convt_prepare(pvg_prep *p)
@@ -95,7 +98,8 @@ static pv_status convt_prepare(pvg_prep *p)
     p->workspace = (size_t)(rows * c->slice) * sizeof(float) + pvg_lowp_bytes(p);
     if (X->dtype == PV_F32 && W->data) {
         pvk_dnnl_conv_desc d = { .transposed = true, .nsp = nsp, .batch = c->batch, .cin = cin, .cout = cout,
-                                 .group = a.group, .bias = pvg_has_in(p, 2), .act = p->node->act };
+                                 .group = a.group, .bias = pvg_has_in(p, 2), .act = p->node->act,
+                                 .bf16 = p->precision == PVC_PREC_BF16 };
         for (int i = 0; i < nsp; i++) {
             d.in[i] = X->dims[2 + i];
             d.out[i] = odims[2 + i];

@@ -4,6 +4,7 @@
  * execution run with the calling thread's OpenMP thread count set to the plan's.
  * Which shapes go to oneDNN, and in which layout, is the measured table below (pvk_dnnl_conv_pick). */
 #include "kernels/dnnl/conv_dnnl.h"
+#include "kernels/dnnl/dnnl_engine.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,26 +41,6 @@ struct pvk_dnnl_conv {
     const void      *bound_x, *bound_y, *bound_b, *bound_ws;   /* handles last given to oneDNN */
     char             impl[64];
 };
-
-static dnnl_engine_t engine;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-static void engine_init(void)
-{
-    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
-}
-
-/* The OpenMP thread count of this thread, for oneDNN's team; restored after. */
-static int team_enter(int threads)
-{
-    int saved = omp_get_max_threads();
-    if (saved != threads) omp_set_num_threads(threads);
-    return saved;
-}
-
-static void team_leave(int saved, int threads)
-{
-    if (saved != threads) omp_set_num_threads(saved);
-}
 
 /* The measured table (bench/conv_bench.c, 2 AVX-512 cores, GFLOP/s at 1 / 2 threads): per
  * shape class, the layout oneDNN runs best in, or OFF where perceive's im2col + GEMM is as fast.
@@ -106,9 +87,25 @@ static bool rule_matches(const pick_rule *r, const pvk_dnnl_conv_desc *d)
 pvk_dnnl_mode pvk_dnnl_conv_pick(const pvk_dnnl_conv_desc *d)
 {
     if (!shape_ok(d)) return PVK_DNNL_OFF;
+    if (d->bf16) return PVK_DNNL_BLOCKED;
     for (size_t i = 0; i < PVC_COUNTOF(rules); i++)
         if (rule_matches(&rules[i], d)) return rules[i].mode;
     return PVK_DNNL_OFF;
+}
+
+bool pvk_dnnl_winograd_pick(const pvk_dnnl_conv_desc *d)
+{
+    if (d->bf16 || d->transposed || d->nsp != 2 || d->group != 1) return false;
+    for (int i = 0; i < 2; i++)
+        if (d->k[i] != 3 || d->stride[i] != 1 || d->dil[i] != 1) return false;
+    const char *e = getenv("PERCEIVE_WINOGRAD");
+    if (e && *e) return strcmp(e, "0") != 0;
+    /* bench/conv_bench.c, 2 threads, Xeon (AVX-512) with oneDNN's F(4,3) kernel, GFLOP/s of the
+     * direct-equivalent work, Winograd vs direct blocked: 3x3 128->128 180^2 325 vs 192, 512->128
+     * 347 vs 219, r34 64->64 108x192 241 vs 124, 256->256 27x48 500 vs 219; but 128->5 39 vs 58,
+     * 64->2 21 vs 25 (few output channels: the transforms dominate). Error relative to max |y|:
+     * 0.4e-6 - 3e-6 on every shape (direct: 1e-6 - 1.7e-5 absolute), within the fp32 tolerance. */
+    return d->cin >= 32 && d->cout >= 32;
 }
 
 static bool shape_ok(const pvk_dnnl_conv_desc *d)
@@ -150,6 +147,7 @@ static dnnl_status_t reorder_create(const dnnl_memory_desc_t *from, const dnnl_m
                                     dnnl_primitive_t *out)
 {
     dnnl_primitive_desc_t pd = NULL;
+    dnnl_engine_t engine = pvk_dnnl_engine();
     dnnl_status_t e = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL);
     if (e == dnnl_success) e = dnnl_primitive_create(out, pd);
     if (pd) dnnl_primitive_desc_destroy(pd);
@@ -160,6 +158,7 @@ static dnnl_status_t reorder_create(const dnnl_memory_desc_t *from, const dnnl_m
 static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, pvk_dnnl_mode mode)
 {
     int rc = BUILD_OK, nd = 2 + d->nsp;
+    dnnl_engine_t engine = pvk_dnnl_engine();
     dnnl_dims_t xd = { d->batch, d->cin }, yd = { d->batch, d->cout }, wd, bd = { d->cout };
     dnnl_dims_t st, dl, pl, pr;
     for (int i = 0; i < d->nsp; i++) {
@@ -189,10 +188,12 @@ static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, 
     dnnl_format_tag_t any = dnnl_format_tag_any, plain = plain_tags[nd - 1];
     TRY(dnnl_memory_desc_init_by_tag(&x_md, nd, xd, dnnl_f32, plain));
     TRY(dnnl_memory_desc_init_by_tag(&y_md, nd, yd, dnnl_f32, plain));
-    TRY(dnnl_memory_desc_init_by_tag(&xa_md, nd, xd, dnnl_f32, mode == PVK_DNNL_NCHW ? plain : any));
+    dnnl_data_type_t in_t = d->bf16 ? dnnl_bf16 : dnnl_f32;   /* X and W inside the primitive */
+    if (d->bf16) mode = PVK_DNNL_BLOCKED;
+    TRY(dnnl_memory_desc_init_by_tag(&xa_md, nd, xd, in_t, mode == PVK_DNNL_NCHW ? plain : any));
     TRY(dnnl_memory_desc_init_by_tag(&ya_md, nd, yd, dnnl_f32, mode == PVK_DNNL_NCHW ? plain : any));
     TRY(dnnl_memory_desc_init_by_tag(&w_md, wnd, wd, dnnl_f32, wtag));
-    TRY(dnnl_memory_desc_init_by_tag(&wa_md, wnd, wd, dnnl_f32, any));
+    TRY(dnnl_memory_desc_init_by_tag(&wa_md, wnd, wd, in_t, any));
     TRY(dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_a));
     dnnl_convolution_desc_t cd;   /* dnnl_deconvolution_desc_t is the same struct */
     if (d->transposed)
@@ -200,7 +201,8 @@ static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, 
                                                          &xa_md, &wa_md, d->bias ? &b_md : NULL, &ya_md,
                                                          st, dl, pl, pr));
     else
-        TRY(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+        TRY(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                       d->winograd ? dnnl_convolution_winograd : dnnl_convolution_direct,
                                                        &xa_md, &wa_md, d->bias ? &b_md : NULL, &ya_md,
                                                        st, dl, pl, pr));
     TRY(dnnl_primitive_attr_create(&attr));
@@ -226,7 +228,7 @@ static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, 
     const dnnl_memory_desc_t *qs = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (!qx || !qy || !qw || !qs) { rc = BUILD_DECLINED; goto done; }
     bool xplain = dnnl_memory_desc_equal(qx, &x_md), yplain = dnnl_memory_desc_equal(qy, &y_md);
-    snprintf(c->impl, sizeof c->impl, "%s/%s", impl, xplain && yplain ? "nchw" : "blocked");
+    snprintf(c->impl, sizeof c->impl, "%s/%s%s", impl, xplain && yplain ? "nchw" : "blocked", d->bf16 ? "/bf16" : "");
     TRY(dnnl_primitive_create(&c->conv, pd));
     TRY(dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags));
 
@@ -271,29 +273,39 @@ done:
     return rc;
 }
 
+/* One attempt with d as given: BUILD_OK (c filled), BUILD_DECLINED or BUILD_NOMEM. */
+static int try_create(const pvk_dnnl_conv_desc *d, const float *w, int threads, pvk_dnnl_mode mode,
+                      pvk_dnnl_conv **out)
+{
+    if (mode == PVK_DNNL_AUTO || (d->bf16 && mode != PVK_DNNL_OFF)) mode = pvk_dnnl_conv_pick(d);
+    if (mode == PVK_DNNL_OFF || !shape_ok(d) || !w || !pvk_dnnl_engine()) return BUILD_DECLINED;
+    if (d->winograd && (d->bf16 || d->transposed)) return BUILD_DECLINED;
+    pvk_dnnl_conv *c = pvc_calloc(1, sizeof *c);
+    if (!c) return BUILD_NOMEM;
+    c->threads = threads;
+    int saved = pvk_dnnl_team_enter(c->threads);
+    int rc = build(c, d, w, mode);
+    pvk_dnnl_team_leave(saved, c->threads);
+    if (rc != BUILD_OK) pvk_dnnl_conv_free(c);
+    else *out = c;
+    return rc;
+}
+
 pv_status pvk_dnnl_conv_create(const pvk_dnnl_conv_desc *d, const float *w, int threads,
                                pvk_dnnl_mode mode, pvk_dnnl_conv **out, size_t *workspace,
                                pvc_msg *msg)
 {
     *out = NULL;
     *workspace = 0;
-    if (mode == PVK_DNNL_AUTO) mode = pvk_dnnl_conv_pick(d);
-    if (mode == PVK_DNNL_OFF || !shape_ok(d) || !w) return PV_OK;
-    pthread_once(&engine_once, engine_init);
-    if (!engine) return PV_OK;
-    pvk_dnnl_conv *c = pvc_calloc(1, sizeof *c);
-    if (!c) return pvc_fail(msg, PV_ENOMEM, "out of memory creating a oneDNN convolution");
-    c->threads = threads > 0 ? threads : pvc_default_threads();
-    int saved = team_enter(c->threads);
-    int rc = build(c, d, w, mode);
-    team_leave(saved, c->threads);
-    if (rc != BUILD_OK) {
-        pvk_dnnl_conv_free(c);
-        if (rc == BUILD_NOMEM) return pvc_fail(msg, PV_ENOMEM, "out of memory creating a oneDNN convolution");
-        return PV_OK;   /* declined: the caller's own kernel runs it */
-    }
-    *out = c;
-    *workspace = c->ws_bytes;
+    if (threads <= 0) threads = pvc_default_threads();
+    /* declined variants fall back in steps: Winograd -> direct, bf16 -> fp32 (by the fp32
+     * table), before the caller's own kernel */
+    pvk_dnnl_conv_desc t = *d;
+    int rc = try_create(&t, w, threads, mode, out);
+    if (rc == BUILD_DECLINED && t.winograd) { t.winograd = false; rc = try_create(&t, w, threads, mode, out); }
+    if (rc == BUILD_DECLINED && t.bf16) { t.bf16 = false; rc = try_create(&t, w, threads, mode, out); }
+    if (rc == BUILD_NOMEM) return pvc_fail(msg, PV_ENOMEM, "out of memory creating a oneDNN convolution");
+    if (*out) *workspace = (*out)->ws_bytes;
     return PV_OK;
 }
 
@@ -318,7 +330,7 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
         if (e != dnnl_success) c->bound_ws = NULL;
     }
     if (e != dnnl_success) return pvc_fail(NULL, PV_EINTERNAL, "oneDNN convolution: binding buffers failed (status %d)", (int)e);
-    int saved = team_enter(c->threads);
+    int saved = pvk_dnnl_team_enter(c->threads);
     if (c->to_blocked) {
         dnnl_exec_arg_t a[] = { { DNNL_ARG_FROM, c->x }, { DNNL_ARG_TO, c->xb } };
         e = dnnl_primitive_execute(c->to_blocked, c->stream, 2, a);
@@ -335,7 +347,7 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
         e = dnnl_primitive_execute(c->from_blocked, c->stream, 2, a);
     }
     if (e == dnnl_success) e = dnnl_stream_wait(c->stream);
-    team_leave(saved, c->threads);
+    pvk_dnnl_team_leave(saved, c->threads);
     if (e != dnnl_success) return pvc_fail(NULL, PV_EINTERNAL, "oneDNN convolution (%s) failed (status %d)", c->impl, (int)e);
     return PV_OK;
 }

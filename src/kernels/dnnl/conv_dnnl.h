@@ -9,6 +9,8 @@
 
 #include "kernels/kernels.h"
 
+#include <string.h>
+
 typedef struct pvk_dnnl_conv pvk_dnnl_conv;
 
 /* One f32 convolution, dims in ONNX order: X [batch, cin, in...], W [cout, cin/group, k...],
@@ -24,6 +26,12 @@ typedef struct pvk_dnnl_conv_desc {
     int64_t in[3], out[3], k[3], stride[3], dil[3], pad_begin[3], pad_end[3];
     bool    bias;                     /* B [cout] given at run */
     pvg_act act;                      /* fused activation, applied in the primitive */
+    bool    bf16;                     /* bf16 X and W inside the primitive (X converted while
+                                         reordering, W once at create), fp32 accumulation,
+                                         bias and Y; always BLOCKED. Declined (fp32 path) when
+                                         oneDNN has no bf16 kernel for the shape */
+    bool    winograd;                 /* Winograd algorithm (fp32 only); declined where oneDNN
+                                         has no Winograd kernel (3x3, stride 1, no dilation) */
 } pvk_dnnl_conv_desc;
 
 /* Where a convolution runs. NCHW: the primitive reads and writes perceive's NCHW tensors
@@ -38,8 +46,13 @@ bool pvk_dnnl_available(void);
  * NCHW and BLOCKED), nchw / blocked force that layout wherever oneDNN can run the shape.
  * Always OFF without oneDNN. */
 pvk_dnnl_mode pvk_dnnl_mode_get(void);
+/* PERCEIVE_WINOGRAD: 1 = Winograd for every fp32 3x3 stride-1 convolution oneDNN has a Winograd
+ * kernel for, 0 = never, unset = where the measured table in conv_dnnl.c says it pays and stays
+ * within the fp32 conformance tolerance. */
+bool pvk_dnnl_winograd_pick(const pvk_dnnl_conv_desc *d);
 
-/* What AUTO chooses for d by the measured table (OFF = perceive's im2col path). */
+/* What AUTO chooses for d by the measured table (OFF = perceive's im2col path). bf16 descs are
+ * always BLOCKED (the im2col path is fp32). */
 pvk_dnnl_mode pvk_dnnl_conv_pick(const pvk_dnnl_conv_desc *d);
 
 /* Makes the primitive for d, w: the constant weights in ONNX layout. threads: the team size run
@@ -59,6 +72,14 @@ static inline pv_status pvk_dnnl_conv_exec(pvk_dnnl_conv *c, const pvg_exec *x)
 {
     const float *bias = x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL;
     return pvk_dnnl_conv_run(c, x->in[0].data, bias, x->out[0].data, x->ws);
+}
+/* The object a prepared Conv / ConvTranspose node holds (NULL: its own path runs): both keep
+ * it as the first member of their params. For benches and profiles. */
+static inline pvk_dnnl_conv *pvk_dnnl_conv_of_params(const void *params)
+{
+    pvk_dnnl_conv *c;
+    memcpy(&c, params, sizeof c);
+    return c;
 }
 /* oneDNN's implementation name and the layout, e.g. "brgconv:avx512_core/blocked". */
 const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c);

@@ -14,7 +14,12 @@
 static pv_status bf_open(const pv_model_options *opt, void **impl, pvc_msg *msg)
 {
     pvm_bevfusion_options o = { 0 };
-    if (opt) { o.weights_dir = opt->weights_dir; o.strict = opt->strict != 0; o.threads = opt->threads; }
+    if (opt) {
+        o.weights_dir = opt->weights_dir;
+        o.strict = opt->strict != 0;
+        o.threads = opt->threads;
+        o.precision = (int)opt->precision;
+    }
     pvm_bevfusion *m = NULL;
     pv_status s = pvm_bevfusion_open(&o, &m, msg);
     *impl = m;
@@ -206,6 +211,8 @@ static char *bf_info(void *impl)
     cJSON_AddStringToObject(o, "revision", PVM_BF_REVISION);
     cJSON_AddStringToObject(o, "commit", PVM_BF_COMMIT);
     cJSON_AddStringToObject(o, "weights", pvm_bevfusion_weights_kind(m));
+    cJSON_AddStringToObject(o, "precision", pvm_bevfusion_precision(m));
+    if (pvm_bevfusion_precision_note(m)[0]) cJSON_AddStringToObject(o, "precision_note", pvm_bevfusion_precision_note(m));
     cJSON *arts = cJSON_AddArrayToObject(o, "artifacts");
     int n = 0;
     const pvm_bevfusion_artifact *a = pvm_bevfusion_artifacts(m, &n);

@@ -48,6 +48,8 @@ struct pvm_bevfusion {
     pthread_cond_t         slot_cv;
     int                    P;
     char                   kind[16];
+    pvc_precision          precision;   /* dense part */
+    char                   precision_note[160];
     pvm_bevfusion_artifact art[PVM_BF_NFILES];
     double                 load_ms;
 };
@@ -328,6 +330,7 @@ static pv_status load_model(pvm_bevfusion *m, pvc_msg *msg)
     pvg_pass_stats ps;
     if ((s = pvg_passes_run(g, true, &ps)) != PV_OK) return pvc_fail(msg, s, "%s", g->msg.text);
     g->threads = pvc_pool_threads(m->pool);
+    g->precision = m->precision;
     pvc_tensor d = m->enc.dense;
     pvc_tensor_set_contiguous(&d);
     if ((s = pvg_plan_create(g, &d, &m->dense_plan)) != PV_OK) return pvc_fail(msg, s, "planning the dense part: %s", g->msg.text);
@@ -400,7 +403,9 @@ pv_status pvm_bevfusion_open(const pvm_bevfusion_options *opt, pvm_bevfusion **o
     pthread_mutex_init(&m->slot_mu, NULL);
     pthread_cond_init(&m->slot_cv, NULL);
     char dir[4096];
-    pv_status s = resolve(m, opt, dir, sizeof dir, msg);
+    pv_status s = pvc_precision_resolve(opt ? opt->precision : 0, &m->precision, m->precision_note, sizeof m->precision_note);
+    if (s != PV_OK) pvc_fail(msg, s, "%s", pv_last_error());
+    if (s == PV_OK) s = resolve(m, opt, dir, sizeof dir, msg);
     for (int i = 0; i < PVM_BF_NFILES && s == PV_OK; i++) {
         pvm_bevfusion_artifact *a = &m->art[i];
         a->name = file_names[i];
@@ -442,7 +447,6 @@ pv_status pvm_bevfusion_open(const pvm_bevfusion_options *opt, pvm_bevfusion **o
 void pvm_bevfusion_close(pvm_bevfusion *m)
 {
     if (!m) return;
-    pvg_plan_profile_print(m->dense_plan, stderr, "bevfusion dense");
     pvg_plan_free(m->dense_plan);
     pvg_graph_free(m->dense_g);
     pvm_bf_runner_free(&m->runner);
@@ -465,6 +469,8 @@ void pvm_bevfusion_close(pvm_bevfusion *m)
 
 const pvm_bevfusion_params *pvm_bevfusion_defaults(const pvm_bevfusion *m) { return &m->params; }
 const char *pvm_bevfusion_weights_kind(const pvm_bevfusion *m) { return m->kind; }
+const char *pvm_bevfusion_precision(const pvm_bevfusion *m) { return pvc_precision_name(m->precision); }
+const char *pvm_bevfusion_precision_note(const pvm_bevfusion *m) { return m->precision_note; }
 const pvm_bevfusion_artifact *pvm_bevfusion_artifacts(const pvm_bevfusion *m, int *n) { *n = PVM_BF_NFILES; return m->art; }
 double pvm_bevfusion_load_ms(const pvm_bevfusion *m) { return m->load_ms; }
 const pvm_bf_encoder *pvm_bevfusion_encoder(const pvm_bevfusion *m) { return &m->enc; }

@@ -32,6 +32,7 @@ typedef struct pvm_bevfusion_options {
     bool        strict;        /* no generated fallback: PV_ENOWEIGHTS */
     int         threads;       /* 0: default */
     bool        no_warmup;
+    int         precision;     /* pv_precision request for the dense part's convolutions */
 } pvm_bevfusion_options;
 
 typedef struct pvm_bevfusion_artifact {
@@ -71,6 +72,10 @@ const pvm_bevfusion_params *pvm_bevfusion_defaults(const pvm_bevfusion *m);
 
 /* "release", "dir" (weights from a directory) or "generated"; the artifacts and where. */
 const char *pvm_bevfusion_weights_kind(const pvm_bevfusion *m);
+/* What the dense part computes in ("fp32", "bf16") and why not the requested one ("" if it is).
+ * The sparse encoder stays fp32. */
+const char *pvm_bevfusion_precision(const pvm_bevfusion *m);
+const char *pvm_bevfusion_precision_note(const pvm_bevfusion *m);
 const pvm_bevfusion_artifact *pvm_bevfusion_artifacts(const pvm_bevfusion *m, int *n);
 double      pvm_bevfusion_load_ms(const pvm_bevfusion *m);
 const pvm_bf_encoder *pvm_bevfusion_encoder(const pvm_bevfusion *m);

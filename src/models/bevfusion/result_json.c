@@ -76,6 +76,7 @@ char *pvm_bevfusion_result_json(const pvm_bevfusion *m, const pvm_bevfusion_resu
     add(root, "objects", objs);
     cJSON *meta = cJSON_CreateObject();
     add(meta, "weights", cJSON_CreateString(pvm_bevfusion_weights_kind(m)));
+    add(meta, "precision", cJSON_CreateString(pvm_bevfusion_precision(m)));
     add(meta, "num_points", num_i(r->num_points));
     add(meta, "num_dropped_points", num_i(r->num_dropped_points));
     add(meta, "num_points_out_of_range", num_i(r->num_points_out_of_range));
