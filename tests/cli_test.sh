@@ -28,6 +28,17 @@ check bench-json-isa 0 grep -q '"isa"' "$T/b.json"
 check fill 0 "$PERCEIVE" onnx fill tests/fixtures/models/unseen/skeleton.onnx "$T/filled.onnx" --seed 1 --external-threshold 256
 check fill-external 0 test -s "$T/filled.onnx.data"
 check filled-runs 0 "$PERCEIVE" onnx run "$T/filled.onnx" --inputs tests/fixtures/models/unseen/inputs.npz
+# --precision: bf16 runs (or says why it runs fp32); outputs stay close to ONNX Runtime's fp32 ones
+check bench-precision 0 "$PERCEIVE" onnx bench $D/model.onnx --inputs $D/inputs.npz --iters 2 --no-peer --precision bf16 --json "$T/p.json"
+check bench-precision-json 0 grep -Eq '"precision": "(bf16|fp32)"' "$T/p.json"
+check fp32-precision 0 "$PERCEIVE" onnx run $D/model.onnx --inputs $D/inputs.npz --precision fp32 --outputs "$T/f.npz"
+check fp32-precision-matches 0 "$CONF" compare "$T/f.npz" $D/expected.npz
+check bf16-lowered 0 env PERCEIVE_ISA=avx2 "$PERCEIVE" onnx run $D/model.onnx --inputs $D/inputs.npz --precision bf16
+check bf16-lowered-note 0 grep -q "running fp32" "$T/lasterr"
+check bad-precision 2 "$PERCEIVE" onnx run $D/model.onnx --inputs $D/inputs.npz --precision fp16
+check bad-precision-msg 0 grep -q "fp16" "$T/lasterr"
+check bad-precision-env 1 env PERCEIVE_PRECISION=int8 "$PERCEIVE" onnx run $D/model.onnx --inputs $D/inputs.npz
+check bad-precision-env-msg 0 grep -q "PERCEIVE_PRECISION" "$T/lasterr"
 check no-args 2 "$PERCEIVE"
 check bad-cmd 2 "$PERCEIVE" onnx frobnicate
 check bad-threads 2 "$PERCEIVE" onnx run $D/model.onnx --inputs $D/inputs.npz --threads zero

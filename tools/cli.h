@@ -7,6 +7,8 @@
 int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out);
 /* --precision fp32|bf16 into *out (a pv_precision); prints the error. */
 int cli_parse_precision(const char *v, int *out);
+/* Prints a model's "precision_note" (from pv_model_info_json) to stderr when there is one. */
+void cli_precision_note(const char *info_json);
 /* Whole file into a malloc'ed buffer; prints the error. */
 int cli_read_file(const char *path, void **buf, size_t *len);
 /* "-" is stdout. Print the error. */

@@ -1,7 +1,7 @@
 /* perceive CLI: `perceive bench MODEL` through the public model API.
  *
- *   perceive bench MODEL [--inputs F[,F...]] [--iters N] [--threads N] [--json F] [--weights DIR]
- *                        [--strict] [--fixture DIR]
+ *   perceive bench MODEL [--inputs F[,F...]] [--iters N] [--threads N] [--precision fp32|bf16]
+ *                        [--json F] [--weights DIR] [--strict] [--fixture DIR]
  *
  * Reports load time, first-call time, p50/p99 per stage and end to end, back-to-back throughput
  * serialized and with two callers (the model's stages overlap), peak RSS, the CPU and ISA, and
@@ -25,7 +25,7 @@
 typedef struct bopts {
     const char *model, *json, *weights, *fixture;
     const char *inputs[MAX_INPUTS];
-    int ninputs, iters, threads, strict;
+    int ninputs, iters, threads, strict, precision;
 } bopts;
 
 static int cmpd(const void *a, const void *b)
@@ -120,11 +120,12 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(a, "--weights") && v) o.weights = argv[++i];
         else if (!strcmp(a, "--fixture") && v) o.fixture = argv[++i];
         else if (!strcmp(a, "--strict")) o.strict = 1;
+        else if (!strcmp(a, "--precision") && v) { if (cli_parse_precision(argv[++i], &o.precision)) return 2; }
         else if (a[0] == '-') { fprintf(stderr, "perceive: bench: unknown option or missing value: %s\n", a); return 2; }
         else if (!o.model) o.model = a;
         else { fprintf(stderr, "perceive: bench: too many arguments: %s\n", a); return 2; }
     }
-    if (!o.model) { fprintf(stderr, "usage: perceive bench MODEL [--inputs F,...] [--iters N] [--threads N] [--json F]\n"); return 2; }
+    if (!o.model) { fprintf(stderr, "usage: perceive bench MODEL [--inputs F,...] [--iters N] [--threads N] [--precision fp32|bf16] [--json F]\n"); return 2; }
     if (!o.ninputs) {
         if (strcmp(o.model, "bevfusion")) { fprintf(stderr, "perceive: bench %s: give --inputs\n", o.model); return 2; }
         o.inputs[o.ninputs++] = "tests/fixtures/bevfusion/scene/scene_000.pcd";
@@ -143,18 +144,21 @@ int cli_bench(int argc, char **argv)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double t0 = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-    pv_model_options mo = { .threads = o.threads, .weights_dir = o.weights, .strict = o.strict };
+    pv_model_options mo = { .threads = o.threads, .weights_dir = o.weights, .strict = o.strict, .precision = (pv_precision)o.precision };
     if (pv_model_open(o.model, &mo, &m) != PV_OK) { fprintf(stderr, "perceive: %s\n", pv_last_error()); goto done; }
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double load_ms = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6 - t0;
     const char *info = pv_model_info_json(m);
+    cli_precision_note(info);
     bool generated = info && strstr(info, "\"generated\"");
-    printf("perceive bench %s: isa %s, threads %d, weights %s, load %.1f ms\n", o.model, pv_isa(), o.threads,
-           generated ? "GENERATED (not a trained model)" : "from artifacts", load_ms);
+    bool bf16 = info && strstr(info, "\"precision\":\t\"bf16\"");
+    printf("perceive bench %s: isa %s, threads %d, precision %s, weights %s, load %.1f ms\n", o.model, pv_isa(), o.threads,
+           bf16 ? "bf16" : "fp32", generated ? "GENERATED (not a trained model)" : "from artifacts", load_ms);
     FILE *jf = o.json ? fopen(o.json, "w") : NULL;
     if (o.json && !jf) { fprintf(stderr, "perceive: cannot write %s\n", o.json); goto done; }
-    if (jf) fprintf(jf, "{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"weights_generated\": %s, \"load_ms\": %.3f, \"inputs\": [",
-                    o.model, pv_isa(), o.threads, generated ? "true" : "false", load_ms);
+    if (jf) fprintf(jf, "{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"precision\": \"%s\", \"weights_generated\": %s, "
+                        "\"load_ms\": %.3f, \"inputs\": [",
+                    o.model, pv_isa(), o.threads, bf16 ? "bf16" : "fp32", generated ? "true" : "false", load_ms);
     int disagree = 0;
     for (int k = 0; k < o.ninputs; k++) {
         double *st[6];
@@ -186,7 +190,9 @@ int cli_bench(int argc, char **argv)
         if (jf) fprintf(jf, ", \"fps_serial\": %.4f, \"fps_2_callers\": %.4f", serial, piped);
         if (k == 0 && o.fixture && !generated)
             printf("  agreement    not checked: the stored fixture was made with the generated weights\n");
-        if (k == 0 && o.fixture && generated) {
+        if (k == 0 && o.fixture && generated && bf16)
+            printf("  agreement    not checked: the stored fixture is fp32 (bf16 is gated by `ctest -R bevfusion_bf16`)\n");
+        if (k == 0 && o.fixture && generated && !bf16) {
             char why[600];
             int a = agreement(o.fixture, keep, why, sizeof why);
             printf("  agreement    %s: %s\n", a == 0 ? "OK" : a > 0 ? "DISAGREES" : "not checked", why);

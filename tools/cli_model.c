@@ -4,7 +4,7 @@
  *   perceive info MODEL [--weights DIR] [--strict]
  *   perceive gen MODEL DIR
  *   perceive run MODEL FILE [--sweep FILE]... [--format F] [--json F] [--png F] [--param k=v]...
- *                [--weights DIR] [--strict] [--threads N] [--quiet] [--no-timing]
+ *                [--weights DIR] [--strict] [--threads N] [--precision fp32|bf16] [--quiet] [--no-timing]
  */
 #include "perceive.h"
 #include "cli.h"
@@ -25,7 +25,7 @@ typedef struct mopts {
     int nsweeps;
     pv_param params[MAX_PARAMS];
     int nparams;
-    int threads, strict, quiet, no_timing;
+    int threads, strict, quiet, no_timing, precision;
 } mopts;
 
 static int parse_mopts(int argc, char **argv, mopts *o)
@@ -42,6 +42,7 @@ static int parse_mopts(int argc, char **argv, mopts *o)
         else if (!strcmp(a, "--strict")) o->strict = 1;
         else if (!strcmp(a, "--quiet")) o->quiet = 1;
         else if (!strcmp(a, "--no-timing")) o->no_timing = 1;
+        else if (!strcmp(a, "--precision") && v) { if (cli_parse_precision(argv[++i], &o->precision)) return -1; }
         else if (!strcmp(a, "--threads") && v) {
             long long t;
             if (cli_parse_int(a, argv[++i], 1, 1024, &t)) return -1;
@@ -68,12 +69,14 @@ static int parse_mopts(int argc, char **argv, mopts *o)
 
 static int open_model(const mopts *o, pv_model **m)
 {
-    pv_model_options mo = { .threads = o->threads, .weights_dir = o->weights, .strict = o->strict };
+    pv_model_options mo = { .threads = o->threads, .weights_dir = o->weights, .strict = o->strict,
+                            .precision = (pv_precision)o->precision };
     if (pv_model_open(o->model, &mo, m) != PV_OK) {
         fprintf(stderr, "perceive: %s\n", pv_last_error());
         return -1;
     }
     const char *info = pv_model_info_json(*m);
+    cli_precision_note(info);
     if (!o->quiet && info && strstr(info, "\"weights\":\t\"generated\""))
         fprintf(stderr, "perceive: %s: release artifacts not found; using GENERATED weights (the release's structure, seeded "
                         "random values: NOT a trained model). `perceive info %s` shows where; --strict refuses instead.\n",

@@ -19,7 +19,7 @@ int cli_serve(int argc, char **argv)
 {
     pvsv_options o = pvsv_defaults();
     const char *model = NULL, *weights = NULL;
-    int strict = 0, threads = 0;
+    int strict = 0, threads = 0, precision = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         bool v = i + 1 < argc;
@@ -33,6 +33,7 @@ int cli_serve(int argc, char **argv)
         else if (!strcmp(a, "--max-body-mb") && v) { if (cli_parse_int(a, argv[++i], 1, 4096, &n)) return 2; o.max_body_bytes = (size_t)n << 20; }
         else if (!strcmp(a, "--weights") && v) weights = argv[++i];
         else if (!strcmp(a, "--strict")) strict = 1;
+        else if (!strcmp(a, "--precision") && v) { if (cli_parse_precision(argv[++i], &precision)) return 2; }
         else if (!strcmp(a, "--quiet")) o.quiet = 1;
         else if (a[0] == '-' && a[1] == '-') { fprintf(stderr, "perceive: unknown option or missing value: %s\n", a); return 2; }
         else if (!model) model = a;
@@ -52,11 +53,12 @@ int cli_serve(int argc, char **argv)
     mallopt(M_ARENA_MAX, 4);
     double t0 = pvc_now_ms();
     pv_model *m = NULL;
-    pv_model_options mo = { .threads = threads, .weights_dir = weights, .strict = strict };
+    pv_model_options mo = { .threads = threads, .weights_dir = weights, .strict = strict, .precision = (pv_precision)precision };
     if (pv_model_open(model, &mo, &m) != PV_OK) { fprintf(stderr, "perceive: %s\n", pv_last_error()); return 1; }
     o.model_load_s = (pvc_now_ms() - t0) / 1000.0;
     o.model_threads = threads;
     const char *info = pv_model_info_json(m);
+    cli_precision_note(info);
     if (!o.quiet && info && strstr(info, "\"weights\":\t\"generated\""))
         fprintf(stderr, "perceive: %s: release artifacts not found; serving GENERATED weights (NOT a trained model)\n", model);
     pvsv_server *s = NULL;

@@ -31,6 +31,14 @@ int cli_parse_precision(const char *v, int *out)
     return 0;
 }
 
+void cli_precision_note(const char *info)
+{
+    const char *k = info ? strstr(info, "\"precision_note\"") : NULL;
+    if (!k || !(k = strchr(k + 16, '"'))) return;
+    const char *e = strchr(k + 1, '"');
+    if (e) fprintf(stderr, "perceive: note: %.*s\n", (int)(e - k - 1), k + 1);
+}
+
 int cli_read_file(const char *path, void **buf, size_t *len)
 {
     *buf = NULL;

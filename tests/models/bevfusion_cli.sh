@@ -25,6 +25,16 @@ else bad "run + json + png + generated label"; cat "$T/err"; fi
 sed '/"timing_ms"/,$d' "$T/a.json" >"$T/a1"; sed '/"timing_ms"/,$d' "$T/b.json" >"$T/b1"
 if cmp -s "$T/a1" "$T/b1"; then ok "deterministic"; else bad "deterministic"; fi
 
+# 2b. --precision: fp32 in meta by default; bf16 where the CPU has AVX512_BF16, else fp32 with a
+#     note on stderr (PERCEIVE_ISA=avx2 forces that case everywhere)
+if grep -q '"precision":	"fp32"' "$T/a.json" &&
+   "$PV" run bevfusion "$SCENE/scene_000.pcd" --precision bf16 --json "$T/p.json" --quiet 2>"$T/err" &&
+   grep -Eq '"precision":	"(bf16|fp32)"' "$T/p.json" &&
+   { grep -q '"precision":	"bf16"' "$T/p.json" || grep -q "running fp32" "$T/err"; } &&
+   PERCEIVE_ISA=avx2 "$PV" run bevfusion "$SCENE/scene_000.pcd" --precision bf16 --json "$T/q.json" --quiet 2>"$T/err" &&
+   grep -q '"precision":	"fp32"' "$T/q.json" && grep -q "running fp32" "$T/err"; then ok "precision in meta, bf16 or a note"
+else bad "precision in meta, bf16 or a note"; cat "$T/err"; fi
+
 # 3. --strict without the release: PV_ENOWEIGHTS with the fetch command
 if HF_HOME="$T/nohf" PERCEIVE_WEIGHTS_DIR= "$PV" run bevfusion "$SCENE/scene_000.pcd" --strict --quiet 2>"$T/err"; then bad "strict"
 elif grep -q "hf download AutowareFoundation/bevfusion --revision v2.0" "$T/err"; then ok "strict refuses"

@@ -6,6 +6,10 @@
  * API with a NaN-filled workspace and guard floats after the output, and through the Conv
  * operator (weights constant) with the table's choice. Tolerance: |got - want| <= 1e-4 +
  * 1e-4 |want| (the model-graph tolerance; the sums differ only in order).
+ * Winograd (fp32, 3x3 stride 1) against the same path within the same tolerance. bf16 against its
+ * twin: the im2col path on X and W rounded to bf16 (round to nearest even, as oneDNN's reorders
+ * do), so only the summation order differs (tolerance BF16_ATOL + BF16_RTOL |want|); and its PCC
+ * against plain fp32 >= 0.9999; skipped where the CPU lacks AVX512_BF16.
  * Also: the environment switch, declines, release, and allocation failures during create.
  * In a build without oneDNN the oneDNN parts check that everything declines. */
 #include <setjmp.h>
@@ -23,6 +27,8 @@
 #define GUARD 16
 #define ATOL 1e-4
 #define RTOL 1e-4
+#define BF16_ATOL 2e-4
+#define BF16_RTOL 2e-4
 
 static pvc_pool *pool2;
 
@@ -147,11 +153,13 @@ static oph_result run_op(const pvk_dnnl_conv_desc *d, const bufs *b, const char 
     return run_op_ex(d, NULL, b, env, pool);
 }
 
+static double atol_now = ATOL, rtol_now = RTOL;   /* the bf16 test widens them */
+
 static void expect_close(const float *got, const float *want, int64_t n, const char *what, const pvk_dnnl_conv_desc *d)
 {
     for (int64_t i = 0; i < n; i++) {
         double g = got[i], w = want[i];
-        if (!(fabs(g - w) <= ATOL + RTOL * fabs(w)))
+        if (!(fabs(g - w) <= atol_now + rtol_now * fabs(w)))
             fail_msg("%s: nsp %d batch %lld cin %lld cout %lld group %lld k %lld s %lld d %lld pads %lld/%lld act %d: "
                      "[%lld] got %.9g want %.9g", what, d->nsp, (long long)d->batch, (long long)d->cin,
                      (long long)d->cout, (long long)d->group, (long long)d->k[0], (long long)d->stride[0],
@@ -160,8 +168,10 @@ static void expect_close(const float *got, const float *want, int64_t n, const c
     }
 }
 
-/* oneDNN through the kernel API in one layout; false when it declined. */
-static bool run_kernel(const pvk_dnnl_conv_desc *d, const bufs *b, pvk_dnnl_mode mode, const float *want)
+/* oneDNN through the kernel API in one layout; false when it declined. impl: the implementation's
+ * name when not NULL. y_out: a copy of the output when not NULL (caller frees). */
+static bool run_kernel_ex(const pvk_dnnl_conv_desc *d, const bufs *b, pvk_dnnl_mode mode, const float *want,
+                          char *impl, size_t impl_len, float **y_out)
 {
     pvk_dnnl_conv *c = NULL;
     size_t ws_bytes = 0;
@@ -177,10 +187,119 @@ static bool run_kernel(const pvk_dnnl_conv_desc *d, const bufs *b, pvk_dnnl_mode
         expect_close(y, want, b->ny, pvk_dnnl_conv_impl(c), d);
     }
     for (int k = 0; k < GUARD; k++) assert_true(y[b->ny + k] == 777.0f);
+    if (impl) snprintf(impl, impl_len, "%s", pvk_dnnl_conv_impl(c));
     pvc_free_aligned(ws);
-    free(y);
+    if (y_out) *y_out = y;
+    else free(y);
     pvk_dnnl_conv_free(c);
     return true;
+}
+
+static bool run_kernel(const pvk_dnnl_conv_desc *d, const bufs *b, pvk_dnnl_mode mode, const float *want)
+{
+    return run_kernel_ex(d, b, mode, want, NULL, 0, NULL);
+}
+
+/* 3x3 stride-1 shapes, odd sizes, batches, with and without bias / activations. */
+static pvk_dnnl_conv_desc wino_case(int i)
+{
+    pvk_dnnl_conv_desc d = { .nsp = 2, .batch = 1 + i % 2, .cin = 32 + 16 * (i % 3) + (i % 4 == 3 ? 5 : 0),
+                             .cout = 32 + 8 * (i % 5), .group = 1, .k = { 3, 3 }, .stride = { 1, 1 }, .dil = { 1, 1 },
+                             .pad_begin = { 1, 1 }, .pad_end = { 1, 1 }, .bias = i % 3 != 0 };
+    d.in[0] = d.out[0] = 5 + 3 * i;
+    d.in[1] = d.out[1] = 7 + 5 * (i % 4);
+    if (i % 4 == 1) d.act.kind = PVG_ACT_RELU;
+    return d;
+}
+
+/* Winograd: within the fp32 tolerance of the im2col path; where oneDNN has no Winograd kernel
+ * (AVX2) the create falls back to the direct algorithm and still matches. */
+static void test_winograd(void **state)
+{
+    (void)state;
+    int wino = 0, n = 8;
+    for (int i = 0; i < n; i++) {
+        pvk_dnnl_conv_desc d = wino_case(i);
+        d.winograd = true;
+        bufs b = make_bufs(&d);
+        oph_result ref = run_op(&d, &b, "0", NULL);
+        char impl[64] = "";
+        bool took = run_kernel_ex(&d, &b, PVK_DNNL_BLOCKED, ref.out[0].data, impl, sizeof impl, NULL);
+        assert_true(took == pvk_dnnl_available());
+        wino += strstr(impl, "wino") != NULL;
+        oph_free(&ref);
+        free_bufs(&b);
+    }
+    printf("  winograd: %d of %d shapes ran oneDNN's Winograd kernel (isa %s)\n", wino, n, pv_isa());
+    if (pvk_dnnl_available() && pvc_isa_selected() >= PVC_ISA_AVX512) assert_true(wino > 0);
+    /* the AUTO table: Winograd only for fp32 3x3 stride 1, not for few output channels */
+    pvk_dnnl_conv_desc d = wino_case(0);
+    unsetenv("PERCEIVE_WINOGRAD");
+    assert_true(pvk_dnnl_winograd_pick(&d));
+    d.cout = 5;
+    assert_false(pvk_dnnl_winograd_pick(&d));
+    d = wino_case(0);
+    d.stride[0] = 2;
+    assert_false(pvk_dnnl_winograd_pick(&d));
+    d = wino_case(0);
+    d.bf16 = true;
+    assert_false(pvk_dnnl_winograd_pick(&d));
+    d = wino_case(0);
+    setenv("PERCEIVE_WINOGRAD", "0", 1);
+    assert_false(pvk_dnnl_winograd_pick(&d));
+    unsetenv("PERCEIVE_WINOGRAD");
+}
+
+static void round_bf16(float *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) v[i] = pvc_bf16_to_f32(pvc_f32_to_bf16(v[i]));
+}
+
+static double pcc(const float *a, const float *b, int64_t n)
+{
+    double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+    for (int64_t i = 0; i < n; i++) { sa += a[i]; sb += b[i]; saa += (double)a[i] * a[i]; sbb += (double)b[i] * b[i]; sab += (double)a[i] * b[i]; }
+    double va = saa - sa * sa / (double)n, vb = sbb - sb * sb / (double)n;
+    return (sab - sa * sb / (double)n) / sqrt(va * vb);
+}
+
+/* bf16 convolutions (and transposed ones) vs their twin, on shapes of every class. */
+static void test_bf16(void **state)
+{
+    (void)state;
+    if (pvc_isa_selected() < PVC_ISA_AVX512_BF16 || !pvk_dnnl_available()) { skip(); return; }
+    int took = 0, n = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (int t = 0; t < 6; t++) {
+            ccase cc = random_case(kind, t % 3 == 2);
+            pvk_dnnl_conv_desc *d = &cc.d;
+            if (d->act.kind == PVG_ACT_CLIP) d->act.kind = PVG_ACT_NONE;   /* a rounding may cross the clip edge */
+            bufs b = make_bufs(d);
+            oph_result full = run_op_ex(d, cc.opad, &b, "0", NULL);
+            round_bf16(b.x, b.nx);
+            round_bf16(b.w, b.nw);
+            oph_result twin = run_op_ex(d, cc.opad, &b, "0", NULL);
+            pvk_dnnl_conv_desc kd = *d;
+            for (int i = 0; i < d->nsp; i++) kd.pad_end[i] -= cc.opad[i];
+            kd.bf16 = true;
+            char impl[64] = "";
+            float *y = NULL;
+            atol_now = BF16_ATOL;
+            rtol_now = BF16_RTOL;
+            if (run_kernel_ex(&kd, &b, PVK_DNNL_BLOCKED, twin.out[0].data, impl, sizeof impl, &y)) {
+                if (strstr(impl, "bf16")) took++;
+                if (b.ny > 64) assert_true(pcc(y, full.out[0].data, b.ny) >= 0.9999);
+                free(y);
+            }
+            atol_now = ATOL;
+            rtol_now = RTOL;
+            n++;
+            oph_free(&full);
+            oph_free(&twin);
+            free_bufs(&b);
+        }
+    printf("  bf16: %d of %d random shapes ran in bf16 (isa %s)\n", took, n, pv_isa());
+    assert_true(took >= n / 2);
 }
 
 static void random_shapes(bool transposed)
@@ -341,6 +460,8 @@ int main(void)
         cmocka_unit_test(test_dense_shapes),
         cmocka_unit_test(test_switch_and_declines),
         cmocka_unit_test(test_create_alloc_failures),
+        cmocka_unit_test(test_winograd),
+        cmocka_unit_test(test_bf16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -26,7 +26,8 @@ pvk_dnnl_mode pvk_dnnl_mode_get(void)
 #include <pthread.h>
 #include <stdio.h>
 
-bool pvk_dnnl_available(void) { return true; }
+/* false under PERCEIVE_ISA=scalar (no engine): every convolution then takes the own path */
+bool pvk_dnnl_available(void) { return pvk_dnnl_engine() != NULL; }
 
 struct pvk_dnnl_conv {
     dnnl_primitive_t conv;

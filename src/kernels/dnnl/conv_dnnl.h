@@ -39,7 +39,7 @@ typedef struct pvk_dnnl_conv_desc {
  * through the workspace; the JIT direct kernels (brgconv) need it. */
 typedef enum { PVK_DNNL_OFF = 0, PVK_DNNL_AUTO, PVK_DNNL_NCHW, PVK_DNNL_BLOCKED } pvk_dnnl_mode;
 
-/* True when this binary is linked with oneDNN. */
+/* True when this binary is linked with oneDNN and it may run here (not under PERCEIVE_ISA=scalar). */
 bool pvk_dnnl_available(void);
 /* From the environment, read at each call (tests and benches switch it in-process):
  * PERCEIVE_DNNL=0 off, unset or 1 AUTO (the shape table in conv_dnnl.c decides between im2col,
