@@ -148,6 +148,12 @@ typedef struct pvg_op {
      * is no longer needed (plan freed, constant evaluated, prepare failed), so it must accept a
      * partly filled block (params start zeroed). It is never called twice on one block. */
     void      (*release)(void *params);
+    /* Optional layout pass (NULL: none). The planner calls it on node A's params for an
+     * activation that A writes (out[0]) and that exactly one node B reads (as in[0]), that is no
+     * graph output and that nothing views: A may agree with B to keep that tensor in a layout
+     * only the two of them know (e.g. oneDNN's blocked one) and drop the reorders around it.
+     * Returns true when linked; the tensor then keeps its planned size. */
+    bool      (*link)(void *params, const pvg_node *consumer, void *consumer_params);
 } pvg_op;
 
 /* Registry: the built-in table (ops.def) plus operators registered by bundles. */

@@ -179,6 +179,37 @@ bool pvg_plan_matches(const pvg_plan *p, const pvc_tensor *inputs)
     return true;
 }
 
+/* The layout pass: offers every producer -> sole-consumer activation to the producer's link hook
+ * (see pvg_op.link). After place(), so views and in-place sharing are known: a value another
+ * value shares bytes with is never offered. PERCEIVE_LAYOUT=0 turns the pass off. */
+static pv_status link_layouts(pvg_plan *p, pvc_msg *msg)
+{
+    const char *e = getenv("PERCEIVE_LAYOUT");
+    if (e && !strcmp(e, "0")) return PV_OK;
+    pvg_graph *g = p->g;
+    int nv = g->nvalues;
+    int *readers = pvc_calloc((size_t)nv + 1, sizeof *readers), *reader = pvc_calloc((size_t)nv + 1, sizeof *reader);
+    if (!readers || !reader) { pvc_free(readers); pvc_free(reader); return pvc_fail(msg, PV_ENOMEM, "out of memory planning"); }
+    for (int s = 0; s < p->norder; s++) {
+        const pvg_node *n = &g->nodes[p->order[s]];
+        for (int k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0) { readers[n->in[k]] += k == 0 ? 1 : 1000; reader[n->in[k]] = p->order[s]; }
+    }
+    for (int v = 0; v < nv; v++) if (p->storage[v] != v) readers[p->storage[v]] += 1000;   /* viewed */
+    for (int i = 0; i < g->noutputs; i++) readers[g->outputs[i]] += 1000;
+    for (int s = 0; s < p->norder; s++) {
+        int ai = p->order[s];
+        const pvg_node *a = &g->nodes[ai];
+        int v = a->nout > 0 ? a->out[0] : -1;
+        if (!a->op->link || v < 0 || readers[v] != 1 || p->storage[v] != v || p->vals[v].data) continue;
+        int bi = reader[v];
+        a->op->link(p->params + (size_t)ai * PVG_PARAMS_BYTES, &g->nodes[bi], p->params + (size_t)bi * PVG_PARAMS_BYTES);
+    }
+    pvc_free(readers);
+    pvc_free(reader);
+    return PV_OK;
+}
+
 /* Storage assignment and arena offsets, after the run order is known. */
 static pv_status place(pvg_plan *p, pvc_msg *msg)
 {
@@ -376,6 +407,7 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
     for (int i = 0; i < g->noutputs; i++)
         if (p->vals[g->outputs[i]].rank < 0) { s = pvc_fail(msg, PV_EFORMAT, "graph output '%s' is never computed", g->values[g->outputs[i]].name); goto fail; }
     if ((s = place(p, msg)) != PV_OK) goto fail;
+    if ((s = link_layouts(p, msg)) != PV_OK) goto fail;
     if (p->arena_bytes) {
         p->arena = pvc_malloc_aligned(p->arena_bytes);
         if (!p->arena) { s = pvc_fail(msg, PV_ENOMEM, "out of memory for the arena (%zu bytes)", p->arena_bytes); goto fail; }

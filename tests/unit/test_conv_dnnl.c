@@ -263,6 +263,63 @@ static double pcc(const float *a, const float *b, int64_t n)
     return (sab - sa * sb / (double)n) / sqrt(va * vb);
 }
 
+/* The layout pass's link: A -> B with the tensor between them in A's blocked layout gives B's
+ * output of the unlinked pair exactly (fp32; bf16 too, where A is remade to write bf16). */
+static void link_pair(bool bf16, bool wino)
+{
+    pvk_dnnl_conv_desc da = { .nsp = 2, .batch = 1, .cin = 24, .cout = 32, .group = 1, .in = { 11, 13 }, .out = { 11, 13 },
+                              .k = { 3, 3 }, .stride = { 1, 1 }, .dil = { 1, 1 }, .pad_begin = { 1, 1 }, .pad_end = { 1, 1 },
+                              .bias = true, .act = { PVG_ACT_RELU, 0, 0 }, .bf16 = bf16, .winograd = wino };
+    pvk_dnnl_conv_desc db = da;
+    db.cin = 32;
+    db.cout = 48;
+    db.bias = false;
+    bufs ba = make_bufs(&da), bb = make_bufs(&db);
+    int64_t nmid = ba.ny, nout = bb.ny;
+    float *mid = calloc((size_t)nmid, sizeof(float)), *want = calloc((size_t)nout, sizeof(float));
+    float *mid2 = calloc((size_t)nmid + GUARD, sizeof(float)), *got = calloc((size_t)nout, sizeof(float));
+    for (int k = 0; k < GUARD; k++) mid2[nmid + k] = 777.0f;
+    pvk_dnnl_conv *a = NULL, *b = NULL;
+    size_t wa = 0, wb = 0;
+    assert_int_equal(pvk_dnnl_conv_create(&da, ba.w, 2, PVK_DNNL_BLOCKED, &a, &wa, NULL), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_create(&db, bb.w, 2, PVK_DNNL_BLOCKED, &b, &wb, NULL), PV_OK);
+    if (!a || !b) {     /* no oneDNN here: nothing to link */
+        assert_false(pvk_dnnl_available());
+        assert_false(pvk_dnnl_conv_link(a, b));
+        goto done;
+    }
+    void *ws = pvc_malloc_aligned(PVC_MAX(wa, wb) + 64);
+    assert_int_equal(pvk_dnnl_conv_run(a, ba.x, ba.b, mid, ws), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_run(b, mid, NULL, want, ws), PV_OK);
+    bool linked = pvk_dnnl_conv_link(a, b);
+    printf("  link %s%s: %s (%s -> %s)\n", bf16 ? "bf16" : "fp32", wino ? " winograd" : "", linked ? "linked" : "not linked",
+           pvk_dnnl_conv_impl(a), pvk_dnnl_conv_impl(b));
+    if (!bf16) assert_true(linked);     /* same primitive family, same blocked layout */
+    assert_true(pvk_dnnl_conv_linked_out(a) == linked && pvk_dnnl_conv_linked_in(b) == linked);
+    assert_false(pvk_dnnl_conv_link(a, b));   /* once */
+    for (int rep = 0; rep < 2; rep++) {
+        assert_int_equal(pvk_dnnl_conv_run(a, ba.x, ba.b, mid2, ws), PV_OK);
+        assert_int_equal(pvk_dnnl_conv_run(b, mid2, NULL, got, ws), PV_OK);
+        for (int64_t i = 0; i < nout; i++) assert_true(got[i] == want[i]);
+        for (int k = 0; k < GUARD; k++) assert_true(mid2[nmid + k] == 777.0f);
+    }
+    pvc_free_aligned(ws);
+done:
+    pvk_dnnl_conv_free(a);
+    pvk_dnnl_conv_free(b);
+    free(mid); free(mid2); free(want); free(got);
+    free_bufs(&ba);
+    free_bufs(&bb);
+}
+
+static void test_link(void **state)
+{
+    (void)state;
+    link_pair(false, false);
+    link_pair(false, true);
+    if (pvc_isa_selected() >= PVC_ISA_AVX512_BF16) link_pair(true, false);
+}
+
 /* bf16 convolutions (and transposed ones) vs their twin, on shapes of every class. */
 static void test_bf16(void **state)
 {
@@ -462,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_create_alloc_failures),
         cmocka_unit_test(test_winograd),
         cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_link),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

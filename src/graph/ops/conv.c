@@ -245,4 +245,4 @@ static void conv_release(void *params)
     c->dnnl = NULL;
 }
 
-const pvg_op pvg_op_Conv = { "Conv", "", PVG_OP_FUSE_ACT, conv_prepare, conv_run, conv_release };
+const pvg_op pvg_op_Conv = { "Conv", "", PVG_OP_FUSE_ACT, conv_prepare, conv_run, conv_release, pvk_dnnl_conv_link_params };

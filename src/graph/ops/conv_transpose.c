@@ -157,4 +157,4 @@ static void convt_release(void *params)
     c->dnnl = NULL;
 }
 
-const pvg_op pvg_op_ConvTranspose = { "ConvTranspose", "", PVG_OP_FUSE_ACT, convt_prepare, convt_run, convt_release };
+const pvg_op pvg_op_ConvTranspose = { "ConvTranspose", "", PVG_OP_FUSE_ACT, convt_prepare, convt_run, convt_release, pvk_dnnl_conv_link_params };

@@ -41,6 +41,13 @@ struct pvk_dnnl_conv {
     int              threads;
     const void      *bound_x, *bound_y, *bound_b, *bound_ws;   /* handles last given to oneDNN */
     char             impl[64];
+    /* for the layout pass */
+    pvk_dnnl_conv_desc desc;                    /* as built */
+    const float     *w_src;                     /* the graph's weights (alive while planning) */
+    pvk_dnnl_mode    mode;
+    dnnl_memory_desc_t xb_md, yb_md;            /* the primitive's X / Y layouts */
+    size_t           x_plain_bytes, y_plain_bytes;
+    bool             in_linked, out_linked;
 };
 
 /* The measured table (bench/conv_bench.c, 2 AVX-512 cores, GFLOP/s at 1 / 2 threads): per
@@ -192,7 +199,7 @@ static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, 
     dnnl_data_type_t in_t = d->bf16 ? dnnl_bf16 : dnnl_f32;   /* X and W inside the primitive */
     if (d->bf16) mode = PVK_DNNL_BLOCKED;
     TRY(dnnl_memory_desc_init_by_tag(&xa_md, nd, xd, in_t, mode == PVK_DNNL_NCHW ? plain : any));
-    TRY(dnnl_memory_desc_init_by_tag(&ya_md, nd, yd, dnnl_f32, mode == PVK_DNNL_NCHW ? plain : any));
+    TRY(dnnl_memory_desc_init_by_tag(&ya_md, nd, yd, d->dst_bf16 ? dnnl_bf16 : dnnl_f32, mode == PVK_DNNL_NCHW ? plain : any));
     TRY(dnnl_memory_desc_init_by_tag(&w_md, wnd, wd, dnnl_f32, wtag));
     TRY(dnnl_memory_desc_init_by_tag(&wa_md, wnd, wd, in_t, any));
     TRY(dnnl_memory_desc_init_by_tag(&b_md, 1, bd, dnnl_f32, dnnl_a));
@@ -229,6 +236,10 @@ static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, 
     const dnnl_memory_desc_t *qs = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (!qx || !qy || !qw || !qs) { rc = BUILD_DECLINED; goto done; }
     bool xplain = dnnl_memory_desc_equal(qx, &x_md), yplain = dnnl_memory_desc_equal(qy, &y_md);
+    c->xb_md = *qx;
+    c->yb_md = *qy;
+    c->x_plain_bytes = dnnl_memory_desc_get_size(&x_md);
+    c->y_plain_bytes = dnnl_memory_desc_get_size(&y_md);
     snprintf(c->impl, sizeof c->impl, "%s/%s%s", impl, xplain && yplain ? "nchw" : "blocked", d->bf16 ? "/bf16" : "");
     TRY(dnnl_primitive_create(&c->conv, pd));
     TRY(dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags));
@@ -287,6 +298,9 @@ static int try_create(const pvk_dnnl_conv_desc *d, const float *w, int threads, 
     int saved = pvk_dnnl_team_enter(c->threads);
     int rc = build(c, d, w, mode);
     pvk_dnnl_team_leave(saved, c->threads);
+    c->desc = *d;
+    c->w_src = w;
+    c->mode = mode;
     if (rc != BUILD_OK) pvk_dnnl_conv_free(c);
     else *out = c;
     return rc;
@@ -318,21 +332,72 @@ static dnnl_status_t bind(dnnl_memory_t m, const void **last, const void *p)
     return dnnl_memory_set_data_handle(m, (void *)p);
 }
 
+/* Releases everything build made (the object itself stays). */
+static void conv_clear(pvk_dnnl_conv *c)
+{
+    if (c->conv) dnnl_primitive_destroy(c->conv);
+    if (c->to_blocked) dnnl_primitive_destroy(c->to_blocked);
+    if (c->from_blocked) dnnl_primitive_destroy(c->from_blocked);
+    if (c->xb && c->xb != c->x) dnnl_memory_destroy(c->xb);
+    if (c->yb && c->yb != c->y) dnnl_memory_destroy(c->yb);
+    dnnl_memory_t mems[] = { c->x, c->y, c->w, c->b, c->scratch };
+    for (size_t i = 0; i < PVC_COUNTOF(mems); i++) if (mems[i]) dnnl_memory_destroy(mems[i]);
+    if (c->stream) dnnl_stream_destroy(c->stream);
+    pvc_free_aligned(c->weights);
+}
+
+bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b)
+{
+    if (!a || !b || a->out_linked || b->in_linked || !a->from_blocked || !b->to_blocked) return false;
+    if (a->desc.bf16 && b->desc.bf16 && !a->desc.dst_bf16) {
+        /* remake a to write bf16 into a spare object; keep a as it was if that fails */
+        pvk_dnnl_conv t;
+        memset(&t, 0, sizeof t);
+        t.threads = a->threads;
+        pvk_dnnl_conv_desc d = a->desc;
+        d.dst_bf16 = true;
+        int saved = pvk_dnnl_team_enter(t.threads);
+        int rc = build(&t, &d, a->w_src, a->mode);
+        pvk_dnnl_team_leave(saved, t.threads);
+        /* a's own input may already be linked to its producer: its X layout must not move */
+        bool fits = rc == BUILD_OK && t.from_blocked && dnnl_memory_desc_equal(&t.yb_md, &b->xb_md) &&
+                    dnnl_memory_desc_get_size(&t.yb_md) <= t.y_plain_bytes && t.ws_bytes <= a->ws_bytes &&
+                    (!a->in_linked || (t.to_blocked && dnnl_memory_desc_equal(&t.xb_md, &a->xb_md)));
+        if (!fits) { conv_clear(&t); return false; }
+        conv_clear(a);
+        t.desc = d;
+        t.w_src = a->w_src;
+        t.mode = a->mode;
+        t.in_linked = a->in_linked;
+        *a = t;
+    }
+    if (!dnnl_memory_desc_equal(&a->yb_md, &b->xb_md) || dnnl_memory_desc_get_size(&a->yb_md) > a->y_plain_bytes)
+        return false;
+    a->out_linked = true;
+    b->in_linked = true;
+    snprintf(a->impl + strlen(a->impl), sizeof a->impl - strlen(a->impl), "%s", "/linked-out");
+    return true;
+}
+
+bool pvk_dnnl_conv_linked_in(const pvk_dnnl_conv *c) { return c && c->in_linked; }
+bool pvk_dnnl_conv_linked_out(const pvk_dnnl_conv *c) { return c && c->out_linked; }
+
 pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias, float *y, void *ws)
 {
-    dnnl_status_t e = bind(c->x, &c->bound_x, x);
-    if (e == dnnl_success) e = bind(c->y, &c->bound_y, y);
+    /* linked ends: the plan's tensor holds the primitive's own layout, no reorder */
+    dnnl_status_t e = bind(c->in_linked ? c->xb : c->x, &c->bound_x, x);
+    if (e == dnnl_success) e = bind(c->out_linked ? c->yb : c->y, &c->bound_y, y);
     if (e == dnnl_success && c->b) e = bind(c->b, &c->bound_b, bias);
     if (e == dnnl_success && c->bound_ws != ws) {
         c->bound_ws = ws;
         if (c->scratch) e = dnnl_memory_set_data_handle(c->scratch, ws);
-        if (e == dnnl_success && c->to_blocked) e = dnnl_memory_set_data_handle(c->xb, (char *)ws + c->xb_off);
-        if (e == dnnl_success && c->from_blocked) e = dnnl_memory_set_data_handle(c->yb, (char *)ws + c->yb_off);
+        if (e == dnnl_success && c->to_blocked && !c->in_linked) e = dnnl_memory_set_data_handle(c->xb, (char *)ws + c->xb_off);
+        if (e == dnnl_success && c->from_blocked && !c->out_linked) e = dnnl_memory_set_data_handle(c->yb, (char *)ws + c->yb_off);
         if (e != dnnl_success) c->bound_ws = NULL;
     }
     if (e != dnnl_success) return pvc_fail(NULL, PV_EINTERNAL, "oneDNN convolution: binding buffers failed (status %d)", (int)e);
     int saved = pvk_dnnl_team_enter(c->threads);
-    if (c->to_blocked) {
+    if (c->to_blocked && !c->in_linked) {
         dnnl_exec_arg_t a[] = { { DNNL_ARG_FROM, c->x }, { DNNL_ARG_TO, c->xb } };
         e = dnnl_primitive_execute(c->to_blocked, c->stream, 2, a);
     }
@@ -343,7 +408,7 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
         if (c->scratch) a[na++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, c->scratch };
         e = dnnl_primitive_execute(c->conv, c->stream, na, a);
     }
-    if (e == dnnl_success && c->from_blocked) {
+    if (e == dnnl_success && c->from_blocked && !c->out_linked) {
         dnnl_exec_arg_t a[] = { { DNNL_ARG_FROM, c->yb }, { DNNL_ARG_TO, c->y } };
         e = dnnl_primitive_execute(c->from_blocked, c->stream, 2, a);
     }
@@ -356,15 +421,7 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
 void pvk_dnnl_conv_free(pvk_dnnl_conv *c)
 {
     if (!c) return;
-    if (c->conv) dnnl_primitive_destroy(c->conv);
-    if (c->to_blocked) dnnl_primitive_destroy(c->to_blocked);
-    if (c->from_blocked) dnnl_primitive_destroy(c->from_blocked);
-    if (c->xb && c->xb != c->x) dnnl_memory_destroy(c->xb);
-    if (c->yb && c->yb != c->y) dnnl_memory_destroy(c->yb);
-    dnnl_memory_t mems[] = { c->x, c->y, c->w, c->b, c->scratch };
-    for (size_t i = 0; i < PVC_COUNTOF(mems); i++) if (mems[i]) dnnl_memory_destroy(mems[i]);
-    if (c->stream) dnnl_stream_destroy(c->stream);
-    pvc_free_aligned(c->weights);
+    conv_clear(c);
     pvc_free(c);
 }
 
@@ -393,6 +450,10 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
 }
 
 void pvk_dnnl_conv_free(pvk_dnnl_conv *c) { (void)c; }
+
+bool pvk_dnnl_conv_link(pvk_dnnl_conv *producer, pvk_dnnl_conv *consumer) { (void)producer; (void)consumer; return false; }
+bool pvk_dnnl_conv_linked_in(const pvk_dnnl_conv *c) { (void)c; return false; }
+bool pvk_dnnl_conv_linked_out(const pvk_dnnl_conv *c) { (void)c; return false; }
 
 const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c) { (void)c; return "none"; }
 

@@ -32,6 +32,8 @@ typedef struct pvk_dnnl_conv_desc {
                                          oneDNN has no bf16 kernel for the shape */
     bool    winograd;                 /* Winograd algorithm (fp32 only); declined where oneDNN
                                          has no Winograd kernel (3x3, stride 1, no dilation) */
+    bool    dst_bf16;                 /* bf16 Y inside the primitive (set by the layout pass for a
+                                         bf16 producer feeding a bf16 consumer) */
 } pvk_dnnl_conv_desc;
 
 /* Where a convolution runs. NCHW: the primitive reads and writes perceive's NCHW tensors
@@ -73,6 +75,17 @@ static inline pv_status pvk_dnnl_conv_exec(pvk_dnnl_conv *c, const pvg_exec *x)
     const float *bias = x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL;
     return pvk_dnnl_conv_run(c, x->in[0].data, bias, x->out[0].data, x->ws);
 }
+/* The layout pass (pvg_op.link): producer's Y is consumer's X and nothing else reads it. When the
+ * layout producer's primitive writes Y in is the one consumer's reads X in, and it fits in the
+ * plain tensor's bytes, both drop their reorder and the tensor between them holds that layout.
+ * A bf16 producer feeding a bf16 consumer is remade to write bf16 (what the consumer would round
+ * its input to anyway: same numbers). Returns true when linked; false leaves both unchanged
+ * (except for PV_ENOMEM while remaking, which also leaves the producer working as before). */
+bool pvk_dnnl_conv_link(pvk_dnnl_conv *producer, pvk_dnnl_conv *consumer);
+/* Whether run skips the reorder of X (linked to its producer) / of Y (linked to its consumer). */
+bool pvk_dnnl_conv_linked_in(const pvk_dnnl_conv *c);
+bool pvk_dnnl_conv_linked_out(const pvk_dnnl_conv *c);
+
 /* The object a prepared Conv / ConvTranspose node holds (NULL: its own path runs): both keep
  * it as the first member of their params. For benches and profiles. */
 static inline pvk_dnnl_conv *pvk_dnnl_conv_of_params(const void *params)
@@ -80,6 +93,14 @@ static inline pvk_dnnl_conv *pvk_dnnl_conv_of_params(const void *params)
     pvk_dnnl_conv *c;
     memcpy(&c, params, sizeof c);
     return c;
+}
+/* pvg_op.link for Conv and ConvTranspose: links the two nodes' oneDNN objects when the consumer
+ * is a Conv or ConvTranspose too. */
+static inline bool pvk_dnnl_conv_link_params(void *params, const pvg_node *consumer, void *consumer_params)
+{
+    if (strcmp(consumer->op_type, "Conv") && strcmp(consumer->op_type, "ConvTranspose")) return false;
+    if (consumer->domain && consumer->domain[0]) return false;
+    return pvk_dnnl_conv_link(pvk_dnnl_conv_of_params(params), pvk_dnnl_conv_of_params(consumer_params));
 }
 /* oneDNN's implementation name and the layout, e.g. "brgconv:avx512_core/blocked". */
 const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c);
