@@ -105,9 +105,9 @@ def build_networks():
             return x + self.fc2(self.act(self.fc1(self.norm2(x))))
 
     class Vit4(nn.Module):
-        def __init__(self):
+        def __init__(self, depth=4):
             super().__init__()
-            self.blocks = nn.Sequential(*[VitBlock() for _ in range(4)])
+            self.blocks = nn.Sequential(*[VitBlock() for _ in range(depth)])
 
         def forward(self, x):
             return self.blocks(x)
@@ -208,6 +208,8 @@ def build_networks():
     return {
         'bev_dense': (BevDense, [('bev_features', [1, 256, 180, 180])], ['heatmap']),
         'vit4': (Vit4, [('tokens', [1, 192, 1280])], ['tokens_out']),
+        # bench only (bench/models): ViT-H's full depth, 32 blocks (2.5 GB of fp32 weights once filled)
+        'vit32': (lambda: Vit4(32), [('tokens', [1, 192, 1280])], ['tokens_out']),
         'cam_resnet34_fpn': (ResNet34FPN, [('image', [1, 3, 432, 768])],
                              ['p2', 'p3', 'p4', 'p5']),
         'unseen': (Unseen, [('image', [1, 3, 128, 160])], ['seg_logits', 'class_probs']),
@@ -233,7 +235,7 @@ def make_input(model, name, shape):
             occ |= blob & (r.random((h, w)) < 0.7)
         v = np.maximum(r.standard_normal((c, h, w)), 0) * occ
         return (np.round(np.minimum(v, 3) * 8) / 8).astype(np.float32)[None]
-    if model == 'vit4':
+    if model in ('vit4', 'vit32'):
         return (np.round(r.standard_normal(shape) * 8) / 8).astype(np.float32)
     # Images: smooth random fields (upsampled coarse noise) on the 8-bit grid, normalized
     # with the ImageNet mean/std like a camera pipeline would.
@@ -270,7 +272,7 @@ def strip_initializers(model):
     return stripped, kept
 
 
-def export(name, nets):
+def export(name, nets, out_root=None):
     torch = _torch()
     cls, inputs, outputs = nets[name]
     torch.manual_seed(fio.seed_of(name))
@@ -288,7 +290,7 @@ def export(name, nets):
     args = tuple(torch.zeros(s) for _, s in inputs)
     # torch 1.13 warns about every Constant it exports; the warning carries no information.
     warnings.filterwarnings('ignore', message='The shape inference of prim::Constant')
-    out_dir = os.path.join(MODELS_DIR, name)
+    out_dir = os.path.join(out_root or MODELS_DIR, name)
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         full = os.path.join(tmp, 'full.onnx')
@@ -366,6 +368,7 @@ def main():
     sub = ap.add_subparsers(dest='cmd', required=True)
     e = sub.add_parser('export')
     e.add_argument('names', nargs='*', default=MODEL_NAMES)
+    e.add_argument('--out-dir', help='write <name>/ here instead of tests/fixtures/models (bench-only graphs)')
     x = sub.add_parser('expected')
     x.add_argument('name')
     x.add_argument('filled')
@@ -381,7 +384,7 @@ def main():
         for n in a.names:
             if n not in nets:
                 raise SystemExit(f'models: unknown model {n} (have {", ".join(MODEL_NAMES)})')
-            export(n, nets)
+            export(n, nets, a.out_dir)
     elif a.cmd == 'expected':
         expected(a.name, a.filled, a.out)
     else:
