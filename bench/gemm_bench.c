@@ -1,9 +1,14 @@
-/* pv_gemm_bench: GFLOP/s of every f32 GEMM variant this CPU runs, on the real-model shapes
- * (ViT-H linear layers at 192 tokens, BEV 3x3 convolutions as im2col GEMMs), at 1 and 2
- * threads, against the FMA peak measured in the same run by a register-only FMA loop per ISA
- * (so frequency licences and neighbours on a shared box are priced in).
+/* pv_gemm_bench: GFLOP/s of every GEMM this CPU runs, on the real-model shapes (ViT-H linear
+ * layers at 192 tokens, BEV 3x3 convolutions as im2col GEMMs, the BEVFusion decoder's 500-query
+ * FFN), at 1 and 2 threads, against the peak measured in the same run by register-only loops
+ * per ISA (so frequency licences and neighbours on a shared box are priced in): FMA for fp32,
+ * vdpbf16ps (64 flop per instruction) for bf16. Row groups:
+ *   plain   pvk_gemm_f32 variants (B packed per call)
+ *   packed  pvk_gemm_packed variants (kernels/gemm_packed.h: B packed once, outside the timing)
+ *   dnnl    oneDNN matmul (kernels/dnnl/matmul_dnnl.h), fp32 and bf16, weights reordered once
+ * fp32 rows are priced against the FMA peak of their ISA, bf16 rows against the bf16 peak.
  *
- *   pv_gemm_bench [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T threads] [-q]
+ *   pv_gemm_bench [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T threads] [-q] [-g group]
  *     -r  timed runs per point (default 5); the median is reported, and the best run beside it
  *         (on a box shared with other jobs the best run shows what the code does undisturbed)
  *     -v  only the variant with this name (see the table in kernels.h; "ref", "avx512_12x32"..)
@@ -11,7 +16,11 @@
  *     -s  only shape number s (0-based, in the order printed)
  *     -T  only 1 or only 2 threads (default both)
  *     -q  only the first two shapes
+ *     -g  only these row groups, comma-separated: plain, packed, dnnl (default all; -t applies
+ *         to plain only, packed and dnnl rows are A * B with B K x N)
  * Each point is warmed up once; C is written with beta = 0. */
+#include "kernels/dnnl/matmul_dnnl.h"
+#include "kernels/gemm_packed.h"
 #include "kernels/kernels.h"
 
 #include <pthread.h>
@@ -33,11 +42,15 @@ static const shape shapes[] = {
     { "vit-h mlp-down", 192, 1280, 5120 },
     { "bev conv 180^2", 128, 180 * 180, 256 * 9 },
     { "bev conv 90^2 ", 256, 90 * 90, 256 * 9 },
+    { "bev dec ffn-up", 500, 256, 128 },
+    { "bev dec ffn-dn", 500, 128, 256 },
 };
 
-/* ---- FMA peak ------------------------------------------------------------------------------ */
+/* ---- peaks ------------------------------------------------------------------------------- */
 
 enum { PEAK_ITERS = 20 * 1000 * 1000 };
+/* The peak loops: FMA at AVX2 and AVX-512 width, and vdpbf16ps (AVX512_BF16). */
+enum { PK_AVX2, PK_AVX512, PK_BF16, PK_N };
 
 #if defined(__x86_64__)
 /* 16 independent accumulator chains: more than FMA latency x FMA ports on any current core. */
@@ -66,6 +79,20 @@ __attribute__((target("avx2,fma"))) static float peak_avx2(int64_t iters)
     _mm256_storeu_ps(out, acc[0]);
     return out[0];
 }
+
+/* 16 chains of vdpbf16ps: each is 16 lanes x 2 products + 2 adds = 64 flop. */
+__attribute__((target("avx512f,avx512bf16"))) static float peak_bf16(int64_t iters)
+{
+    __m512 acc[16];
+    __m512bh x = (__m512bh)_mm512_set1_epi32(0x3a803a80), y = (__m512bh)_mm512_set1_epi32(0x3f803f80);   /* 2^-10, 1 */
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (int64_t n = 0; n < iters; n++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_dpbf16_ps(acc[i], x, y);
+    }
+    for (int i = 1; i < 16; i++) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    return _mm512_reduce_add_ps(acc[0]);
+}
 #endif
 
 static double cpu_ms(clockid_t id)
@@ -75,33 +102,33 @@ static double cpu_ms(clockid_t id)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-typedef struct peak_arg { pvc_isa isa; double cpu; float sink; } peak_arg;
+typedef struct peak_arg { int kind; double cpu; float sink; } peak_arg;
 
 static void *peak_thread(void *p)
 {
     peak_arg *a = p;
     double c0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID);
 #if defined(__x86_64__)
-    a->sink = a->isa == PVC_ISA_AVX512 ? peak_avx512(PEAK_ITERS) : peak_avx2(PEAK_ITERS);
+    a->sink = a->kind == PK_BF16 ? peak_bf16(PEAK_ITERS) : a->kind == PK_AVX512 ? peak_avx512(PEAK_ITERS) : peak_avx2(PEAK_ITERS);
 #endif
     a->cpu = cpu_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
     return NULL;
 }
 
-static double flops_per_iter(pvc_isa isa) { return isa == PVC_ISA_AVX512 ? 16.0 * 16 * 2 : 12.0 * 8 * 2; }
+static double flops_per_iter(int kind) { return kind == PK_BF16 ? 16.0 * 64 : kind == PK_AVX512 ? 16.0 * 16 * 2 : 12.0 * 8 * 2; }
 
-/* GFLOP/s of `threads` copies of the FMA loop running at once, by the wall clock, and per core
+/* GFLOP/s of `threads` copies of the peak loop running at once, by the wall clock, and per core
  * while on a core (thread CPU time); best of 5. */
-static void fma_peak(pvc_isa isa, int threads, double *wall, double *core)
+static void measure_peak(int kind, int threads, double *wall, double *core)
 {
     *wall = *core = 0;
-    double flop = flops_per_iter(isa) * PEAK_ITERS;
+    double flop = flops_per_iter(kind) * PEAK_ITERS;
     for (int rep = 0; rep < 5; rep++) {
         pthread_t th[2];
         peak_arg args[2];
         double t0 = pvc_now_ms();
         for (int t = 0; t < threads; t++) {
-            args[t].isa = isa;
+            args[t].kind = kind;
             pthread_create(&th[t], NULL, peak_thread, &args[t]);
         }
         for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
@@ -121,20 +148,42 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct point { double median, best, core; } point;
 
+/* What one row runs: a plain variant, a packed object, or a oneDNN matmul (made per thread
+ * count: oneDNN fixes its team at creation). */
+typedef struct runner {
+    const pvk_gemm_variant *v;   /* plain */
+    bool ta, tb;
+    pvk_gemm_packed *pk;         /* packed */
+    pvk_dnnl_matmul *dm;         /* dnnl */
+    void *ws;
+} runner;
+
+static void run_once(const runner *r, pvc_pool *pool, const shape *s, const float *A, const float *B, float *C)
+{
+    if (r->v) {
+        int64_t lda = r->ta ? s->M : s->K, ldb = r->tb ? s->K : s->N;
+        r->v->fn(pool, s->M, s->N, s->K, A, lda, r->ta, B, ldb, r->tb, C, s->N, 1.0f, 0.0f);
+    } else if (r->pk) {
+        pvk_gemm_packed_run(r->pk, pool, s->M, A, s->K, C, s->N, 0.0f, NULL, NULL);
+    } else if (pvk_dnnl_matmul_run(r->dm, A, NULL, C, r->ws) != PV_OK) {
+        fprintf(stderr, "oneDNN matmul failed\n");
+        exit(1);
+    }
+}
+
 /* GFLOP/s over `runs` calls: median and best by the wall clock, and median per busy core
  * (process CPU time: what the threads achieve while they hold a core, whatever the
- * neighbours do; threads waiting for work sleep and cost no CPU time). */
-static point bench_point(const pvk_gemm_variant *v, pvc_pool *pool, const shape *s, bool ta, bool tb,
-                         const float *A, const float *B, float *C, int runs)
+ * neighbours do; OpenMP threads spinning at a barrier count as busy). */
+static point bench_point(const runner *r, pvc_pool *pool, const shape *s, const float *A, const float *B, float *C,
+                         int runs)
 {
-    int64_t lda = ta ? s->M : s->K, ldb = tb ? s->K : s->N;
     double ms[64], cpu[64];
-    v->fn(pool, s->M, s->N, s->K, A, lda, ta, B, ldb, tb, C, s->N, 1.0f, 0.0f);   /* warm-up */
-    for (int r = 0; r < runs; r++) {
+    run_once(r, pool, s, A, B, C);   /* warm-up */
+    for (int i = 0; i < runs; i++) {
         double t0 = pvc_now_ms(), c0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
-        v->fn(pool, s->M, s->N, s->K, A, lda, ta, B, ldb, tb, C, s->N, 1.0f, 0.0f);
-        ms[r] = pvc_now_ms() - t0;
-        cpu[r] = cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        run_once(r, pool, s, A, B, C);
+        ms[i] = pvc_now_ms() - t0;
+        cpu[i] = cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
     }
     qsort(ms, (size_t)runs, sizeof ms[0], cmp_double);
     qsort(cpu, (size_t)runs, sizeof cpu[0], cmp_double);
@@ -154,41 +203,65 @@ static float *rand_buf(size_t n)
     return p;
 }
 
+static double peak[PK_N][3], core_peak[PK_N];   /* [kind][threads], [kind] GFLOP/s */
+
+static void print_row(const char *name, int kind, const shape *s, int t, point p)
+{
+    char dims[48];
+    snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)s->M, (long long)s->N, (long long)s->K);
+    double pk = peak[kind][t], cp = core_peak[kind];
+    printf("%-22s %s %-16s %3d %8.1f %5.1f%% %8.1f %5.1f%% %8.1f %5.1f%%\n", name, s->name, dims, t, p.median,
+           pk > 0 ? 100 * p.median / pk : 0.0, p.best, pk > 0 ? 100 * p.best / pk : 0.0, p.core,
+           cp > 0 ? 100 * p.core / cp : 0.0);
+    fflush(stdout);
+}
+
+static int isa_kind(pvc_isa isa) { return isa >= PVC_ISA_AVX512 ? PK_AVX512 : PK_AVX2; }
+
 int main(int argc, char **argv)
 {
     int runs = 5, nshapes = (int)PVC_COUNTOF(shapes);
     int only_shape = -1, tlo = 1, thi = 2;
-    const char *only = NULL, *trans = "NN";
+    const char *only = NULL, *trans = "NN", *group = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-r") && i + 1 < argc) runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-v") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) trans = argv[++i];
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) only_shape = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) tlo = thi = atoi(argv[++i]) == 1 ? 1 : 2;
+        else if (!strcmp(argv[i], "-g") && i + 1 < argc) group = argv[++i];
         else if (!strcmp(argv[i], "-q")) nshapes = 2;
         else {
-            fprintf(stderr, "usage: %s [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T 1|2] [-q]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T 1|2] [-q] "
+                            "[-g plain|packed|dnnl]\n", argv[0]);
             return 2;
         }
     }
     runs = runs < 1 ? 1 : runs > 64 ? 64 : runs;
     if (strlen(trans) != 2) { fprintf(stderr, "-t takes NN, NT, TN or TT\n"); return 2; }
     bool ta = trans[0] == 'T', tb = trans[1] == 'T';
+    bool g_plain = !group || strstr(group, "plain"), g_packed = !group || strstr(group, "packed");
+    bool g_dnnl = !group || strstr(group, "dnnl");
 
     pvc_isa isa = pvc_isa_selected();
-    printf("cpu: %s\nisa: %s (PERCEIVE_ISA lowers it); median of %d runs; op(A) op(B) = %s\n",
+    printf("cpu: %s\nisa: %s (PERCEIVE_ISA lowers it); median of %d runs; op(A) op(B) = %s for plain rows\n",
            pvc_cpu_get()->brand, pvc_isa_name(isa), runs, trans);
-    double peak[3][3] = { { 0 } }, core_peak[3] = { 0 };   /* [isa][threads], [isa] GFLOP/s */
-    for (int pi = PVC_ISA_AVX2; pi <= (int)isa; pi++)
+    for (int k = PK_AVX2; k < PK_N; k++) {
+        if ((k == PK_AVX2 && isa < PVC_ISA_AVX2) || (k == PK_AVX512 && isa < PVC_ISA_AVX512) ||
+            (k == PK_BF16 && isa < PVC_ISA_AVX512_BF16))
+            continue;
         for (int t = 1; t <= 2; t++) {
             double core;
-            fma_peak((pvc_isa)pi, t, &peak[pi][t], &core);
-            core_peak[pi] = PVC_MAX(core_peak[pi], core);
-            printf("FMA peak %-6s %d thread%s: %7.1f GFLOP/s wall clock, %6.1f per core in CPU time\n",
-                   pvc_isa_name((pvc_isa)pi), t, t > 1 ? "s" : " ", peak[pi][t], core);
+            measure_peak(k, t, &peak[k][t], &core);
+            core_peak[k] = PVC_MAX(core_peak[k], core);
+            printf("%s peak %d thread%s: %7.1f GFLOP/s wall clock, %6.1f per core in CPU time\n",
+                   k == PK_BF16 ? "bf16 vdpbf16ps" : k == PK_AVX512 ? "FMA avx512    " : "FMA avx2      ", t,
+                   t > 1 ? "s" : " ", peak[k][t], core);
         }
-    printf("columns: median and best run by the wall clock, %% of the wall-clock FMA peak at that\n"
-           "thread count; per-core rate in CPU time, %% of the per-core FMA peak\n");
+    }
+    printf("columns: median and best run by the wall clock, %% of the wall-clock peak at that thread\n"
+           "count; per-core rate in CPU time, %% of the per-core peak (fp32 rows: FMA peak of their ISA,\n"
+           "bf16 rows: the vdpbf16ps peak; oneDNN fp32 rows: the best FMA peak)\n");
 
     size_t maxa = 0, maxb = 0, maxc = 0;
     for (int s = 0; s < nshapes; s++) {
@@ -200,25 +273,54 @@ int main(int argc, char **argv)
     pvc_pool *pool2 = NULL;
     if (!A || !B || !C || pvc_pool_create(2, &pool2) != PV_OK) { fprintf(stderr, "out of memory\n"); return 1; }
 
-    printf("\n%-14s %-14s %-16s %3s %8s %6s %8s %6s %8s %6s\n", "variant", "shape", "MxNxK", "thr",
+    printf("\n%-22s %-14s %-16s %3s %8s %6s %8s %6s %8s %6s\n", "variant", "shape", "MxNxK", "thr",
            "median", "%peak", "best", "%peak", "percore", "%core");
-    for (int vi = 0; vi < pvk_gemm_f32_nvariants; vi++) {
-        const pvk_gemm_variant *v = &pvk_gemm_f32_variants[vi];
-        if (v->isa > isa || (only && strcmp(only, v->name))) continue;
-        /* The reference (SSE2 code) is priced against the machine's best FMA peak. */
-        pvc_isa own = v->isa == PVC_ISA_SCALAR ? isa : v->isa;
-        for (int s = 0; s < nshapes; s++) {
-            if (only_shape >= 0 && s != only_shape) continue;
+    for (int s = 0; s < nshapes; s++) {
+        if (only_shape >= 0 && s != only_shape) continue;
+        const shape *sh = &shapes[s];
+        for (int vi = 0; g_plain && vi < pvk_gemm_f32_nvariants; vi++) {
+            const pvk_gemm_variant *v = &pvk_gemm_f32_variants[vi];
+            if (v->isa > isa || (only && strcmp(only, v->name))) continue;
+            /* The reference (SSE2 code) is priced against the machine's best FMA peak. */
+            runner r = { .v = v, .ta = ta, .tb = tb };
+            for (int t = tlo; t <= thi; t++)
+                print_row(v->name, isa_kind(v->isa == PVC_ISA_SCALAR ? isa : v->isa), sh, t,
+                          bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs));
+        }
+        for (int vi = 0; g_packed && vi < pvk_gemm_packed_nvariants; vi++) {
+            const pvk_gemm_packed_variant *v = &pvk_gemm_packed_variants[vi];
+            if (v->isa > isa || !v->pk || (only && strcmp(only, v->name))) continue;
+            runner r = { 0 };
+            pvc_msg msg;
+            if (pvk_gemm_packed_create(sh->K, sh->N, B, sh->N, false, 1.0f, v->precision, v, &r.pk, &msg) != PV_OK) {
+                fprintf(stderr, "%s\n", msg.text);
+                return 1;
+            }
+            char name[40];
+            snprintf(name, sizeof name, "packed %s", v->name);
+            for (int t = tlo; t <= thi; t++)
+                print_row(name, v->precision == PVC_PREC_BF16 ? PK_BF16 : isa_kind(v->isa), sh, t,
+                          bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs));
+            pvk_gemm_packed_free(r.pk);
+        }
+        for (int prec = 0; g_dnnl && prec < 2; prec++) {
+            if (prec == PVC_PREC_BF16 && isa < PVC_ISA_AVX512_BF16) continue;
             for (int t = tlo; t <= thi; t++) {
-                point p = bench_point(v, t == 1 ? NULL : pool2, &shapes[s], ta, tb, A, B, C, runs);
-                char dims[48];
-                snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)shapes[s].M, (long long)shapes[s].N,
-                         (long long)shapes[s].K);
-                double pk = peak[own][t], cp = core_peak[own];
-                printf("%-14s %s %-16s %3d %8.1f %5.1f%% %8.1f %5.1f%% %8.1f %5.1f%%\n", v->name, shapes[s].name,
-                       dims, t, p.median, pk > 0 ? 100 * p.median / pk : 0.0, p.best, pk > 0 ? 100 * p.best / pk : 0.0,
-                       p.core, cp > 0 ? 100 * p.core / cp : 0.0);
-                fflush(stdout);
+                runner r = { 0 };
+                size_t ws = 0;
+                if (pvk_dnnl_matmul_create(sh->M, sh->N, sh->K, sh->K, B, sh->N, false, 1.0f, sh->N, false, NULL,
+                                           (pvc_precision)prec, t, &r.dm, &ws, NULL) != PV_OK) {
+                    fprintf(stderr, "oneDNN matmul: out of memory\n");
+                    return 1;
+                }
+                if (!r.dm) continue;   /* no oneDNN, or only its reference code */
+                r.ws = pvc_malloc_aligned(ws + 64);
+                char name[40];
+                snprintf(name, sizeof name, "dnnl %.17s", pvk_dnnl_matmul_impl(r.dm));
+                print_row(name, prec == PVC_PREC_BF16 ? PK_BF16 : isa_kind(isa), sh, t,
+                          bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs));
+                pvk_dnnl_matmul_free(r.dm);
+                pvc_free_aligned(r.ws);
             }
         }
     }

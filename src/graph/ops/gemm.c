@@ -1,7 +1,13 @@
 /* Gemm: Y = alpha * op(A) * op(B) + beta * C, op = optional transpose, C optional and
  * unidirectionally broadcast to [M, N]; fused activation. Float only (f16/bf16 through f32);
- * integer Gemm is refused (alpha/beta are floats there, with no exact meaning). */
+ * integer Gemm is refused (alpha/beta are floats there, with no exact meaning).
+ * f32 with a constant B and A not transposed (a linear layer): alpha * op(B) is packed once in
+ * prepare (kernels/gemm_packed.h) or handed to oneDNN's matmul where its measured table takes
+ * the shape (kernels/dnnl/matmul_dnnl.h), in p->precision; a C row [N] with beta 1 becomes the
+ * kernels' bias, any other C is written as beta * C first and accumulated onto. */
 #include "graph/ops/lowp.h"
+#include "kernels/dnnl/matmul_dnnl.h"
+#include "kernels/gemm_packed.h"
 #include "kernels/ref/conv.h"
 
 #include <string.h>
@@ -11,6 +17,9 @@ typedef struct gemm_params {
     bool    ta, tb, has_c;
     float   alpha, beta;
     int64_t c_rs, c_cs;     /* element strides of C over rows / columns (0 = broadcast) */
+    bool    c_bias;         /* C is a [N] row with beta 1: the kernels' bias */
+    pvk_gemm_packed *packed;   /* constant B, f32, A not transposed: made in prepare (else NULL) */
+    pvk_dnnl_matmul *dnnl;     /* ... or oneDNN's matmul, when its table takes the shape */
 } gemm_params;
 _Static_assert(sizeof(gemm_params) <= PVG_PARAMS_BYTES, "gemm params");
 
@@ -55,7 +64,30 @@ static pv_status gemm_prepare(pvg_prep *p)
     int64_t od[2] = { g->M, g->N };
     pvg_out_set(p, 0, A->dtype, 2, od);
     p->workspace = pvg_lowp_bytes(p);
+    if (A->dtype == PV_F32 && B->data && !g->ta && g->M > 0 && g->N > 0 && g->K > 0) {
+        pvc_msg msg = {{0}};
+        int64_t ldb = g->tb ? g->K : g->N;
+        g->c_bias = g->has_c && g->beta == 1.0f && g->c_rs == 0 && g->c_cs == 1;
+        bool dnnl_ok = !g->has_c || g->beta == 0.0f || g->c_bias;
+        if (dnnl_ok && pvk_dnnl_matmul_pick(g->M, g->N, g->K, p->precision, p->threads)) {
+            if ((s = pvk_dnnl_matmul_create(g->M, g->N, g->K, g->K, B->data, ldb, g->tb, g->alpha, g->N, g->c_bias,
+                                            &p->node->act, p->precision, p->threads, &g->dnnl, &p->workspace, &msg)) != PV_OK)
+                return pvg_prep_fail(p, s, "%s", msg.text);
+            if (g->dnnl) return PV_OK;
+        }
+        if ((s = pvk_gemm_packed_create(g->K, g->N, B->data, ldb, g->tb, g->alpha, p->precision, NULL, &g->packed, &msg)) != PV_OK)
+            return pvg_prep_fail(p, s, "%s", msg.text);
+    }
     return PV_OK;
+}
+
+static void gemm_release(void *params)
+{
+    gemm_params *g = params;
+    pvk_gemm_packed_free(g->packed);
+    pvk_dnnl_matmul_free(g->dnnl);
+    g->packed = NULL;
+    g->dnnl = NULL;
 }
 
 static pv_status gemm_run_f32(const pvg_exec *x)
@@ -64,11 +96,20 @@ static pv_status gemm_run_f32(const pvg_exec *x)
     const float *A = x->in[0].data, *B = x->in[1].data;
     float *Y = x->out[0].data;
     float beta = 0.0f;
+    if (g->packed && (!g->has_c || g->beta == 0.0f || g->c_bias)) {
+        const float *bias = g->c_bias ? x->in[2].data : NULL;
+        pvk_gemm_packed_run(g->packed, x->pool, g->M, A, g->K, Y, g->N, 0.0f, bias, &x->node->act);
+        return PV_OK;
+    }
     if (g->has_c && g->beta != 0.0f) {   /* Y = beta * C first, then the GEMM accumulates */
         const float *C = x->in[2].data;
         for (int64_t i = 0; i < g->M; i++)
             for (int64_t j = 0; j < g->N; j++) Y[i * g->N + j] = g->beta * C[i * g->c_rs + j * g->c_cs];
         beta = 1.0f;
+    }
+    if (g->packed) {
+        pvk_gemm_packed_run(g->packed, x->pool, g->M, A, g->K, Y, g->N, beta, NULL, &x->node->act);
+        return PV_OK;
     }
     pvk_gemm_f32(x->pool, g->M, g->N, g->K, A, g->ta ? g->M : g->K, g->ta, B, g->tb ? g->K : g->N, g->tb,
                  Y, g->N, g->alpha, beta);
@@ -78,7 +119,9 @@ static pv_status gemm_run_f32(const pvg_exec *x)
 
 static pv_status gemm_run(const pvg_exec *x)
 {
+    const gemm_params *g = x->params;
+    if (g->dnnl) return pvk_dnnl_matmul_run(g->dnnl, x->in[0].data, g->c_bias ? x->in[2].data : NULL, x->out[0].data, x->ws);
     return pvg_lowp_needed(x) ? pvg_lowp_run(x, gemm_run_f32) : gemm_run_f32(x);
 }
 
-const pvg_op pvg_op_Gemm = { "Gemm", "", PVG_OP_FUSE_ACT, gemm_prepare, gemm_run };
+const pvg_op pvg_op_Gemm = { "Gemm", "", PVG_OP_FUSE_ACT, gemm_prepare, gemm_run, gemm_release };

@@ -1,8 +1,14 @@
 /* MatMul: numpy matmul. 1-D operands get a unit dim prepended (A) / appended (B) that is dropped
- * from the output; batch dims broadcast. f32 (f16/bf16 staged through f32) via the reference
- * GEMM, with the fused activation; int32/int64 exact (wrapping) with a plain triple loop.
- * When B has no batch (weights of a linear layer) A's batch folds into one tall GEMM. */
+ * from the output; batch dims broadcast. f32 (f16/bf16 staged through f32) via the GEMM, with
+ * the fused activation; int32/int64 exact (wrapping) with a plain triple loop.
+ * When B has no batch (weights of a linear layer) A's batch folds into one tall GEMM.
+ * f32 with a constant 2-D B (a linear layer's weights): made in prepare, freed by release, and
+ * computed in p->precision: oneDNN's matmul where its measured table (kernels/dnnl/
+ * matmul_dnnl.c) takes the shape, else the pre-packed GEMM (kernels/gemm_packed.h); B is
+ * reordered/packed once there. Everything else keeps the per-call GEMM. */
 #include "graph/ops/lowp.h"
+#include "kernels/dnnl/matmul_dnnl.h"
+#include "kernels/gemm_packed.h"
 #include "kernels/ref/conv.h"
 
 #include <string.h>
@@ -15,6 +21,8 @@ typedef struct matmul_params {
     int64_t bdims[MM_MAXB];         /* output batch dims */
     int64_t astr[MM_MAXB], bstr[MM_MAXB];   /* per batch dim, in matrices; 0 = broadcast */
     bool    fold;                   /* B unbatched, A fully batched: one GEMM of nbatch*M rows */
+    pvk_gemm_packed *packed;        /* constant 2-D B, f32: made in prepare (else NULL) */
+    pvk_dnnl_matmul *dnnl;          /* ... or oneDNN's matmul, when its table takes the shape */
 } matmul_params;
 _Static_assert(sizeof(matmul_params) <= PVG_PARAMS_BYTES, "matmul params");
 
@@ -63,7 +71,28 @@ static pv_status matmul_prepare(pvg_prep *p)
     pvg_out_set(p, 0, A->dtype, r, odims);
     m->fold = bn == 1 && an == m->nbatch;
     p->workspace = pvg_lowp_bytes(p);
+    if (A->dtype == PV_F32 && B->data && B->rank == 2 && m->fold && m->K > 0 && m->N > 0) {
+        int64_t rows = m->nbatch * m->M;
+        pvc_msg msg = {{0}};
+        if (rows > 0 && pvk_dnnl_matmul_pick(rows, m->N, m->K, p->precision, p->threads)) {
+            if ((s = pvk_dnnl_matmul_create(rows, m->N, m->K, m->K, B->data, m->N, false, 1.0f, m->N, false, &p->node->act,
+                                            p->precision, p->threads, &m->dnnl, &p->workspace, &msg)) != PV_OK)
+                return pvg_prep_fail(p, s, "%s", msg.text);
+            if (m->dnnl) return PV_OK;
+        }
+        if ((s = pvk_gemm_packed_create(m->K, m->N, B->data, m->N, false, 1.0f, p->precision, NULL, &m->packed, &msg)) != PV_OK)
+            return pvg_prep_fail(p, s, "%s", msg.text);
+    }
     return PV_OK;
+}
+
+static void matmul_release(void *params)
+{
+    matmul_params *m = params;
+    pvk_gemm_packed_free(m->packed);
+    pvk_dnnl_matmul_free(m->dnnl);
+    m->packed = NULL;
+    m->dnnl = NULL;
 }
 
 /* Offsets (in matrices) of A and B for output batch b. */
@@ -104,6 +133,10 @@ static pv_status matmul_run_f32(const pvg_exec *x)
     const matmul_params *m = x->params;
     const float *A = x->in[0].data, *B = x->in[1].data;
     float *Y = x->out[0].data;
+    if (m->packed) {
+        pvk_gemm_packed_run(m->packed, x->pool, m->nbatch * m->M, A, m->K, Y, m->N, 0.0f, NULL, &x->node->act);
+        return PV_OK;
+    }
     if (m->fold) {
         pvk_gemm_f32(x->pool, m->nbatch * m->M, m->N, m->K, A, m->K, false, B, m->N, false, Y, m->N, 1.0f, 0.0f);
     } else {
@@ -157,7 +190,8 @@ static pv_status matmul_run(const pvg_exec *x)
         pvc_parallel_for(x->pool, m->nbatch * m->M, 16, mm_rows_int, &c);
         return PV_OK;
     }
+    if (m->dnnl) return pvk_dnnl_matmul_run(m->dnnl, x->in[0].data, NULL, x->out[0].data, x->ws);
     return pvg_lowp_needed(x) ? pvg_lowp_run(x, matmul_run_f32) : matmul_run_f32(x);
 }
 
-const pvg_op pvg_op_MatMul = { "MatMul", "", PVG_OP_FUSE_ACT, matmul_prepare, matmul_run };
+const pvg_op pvg_op_MatMul = { "MatMul", "", PVG_OP_FUSE_ACT, matmul_prepare, matmul_run, matmul_release };

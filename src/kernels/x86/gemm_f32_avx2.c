@@ -3,6 +3,7 @@
  * gemm_f32_blocked.c. Compiled with -mavx2 -mfma (this file only); called only when
  * pvc_isa_selected() reports AVX2 or better. */
 #include "kernels/x86/gemm_f32.h"
+#include "kernels/gemm_packed.h"
 
 #include <immintrin.h>
 
@@ -186,3 +187,19 @@ void pvk_gemm_f32_avx2(pvc_pool *pool, int64_t M, int64_t N, int64_t K,
 {
     pvk_gemm_f32_blocked(&ukernel, pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, C, ldc, alpha, beta);
 }
+
+/* The same micro-kernel and A packer for kernels/gemm_packed.h (B packed once at create, in
+ * this kernel's panel layout, alpha folded into it): no B packing; the driver hands each call
+ * its share of the next packed B slice to prefetch. */
+static void pk_pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc, void *restrict dst)
+{
+    pack_a(A, lda, false, m0, mc, k0, kc, dst);
+}
+
+static void pk_kernel(int64_t kc, const void *restrict a, const void *restrict b, float *restrict c, int64_t ldc,
+                      int mr, int nr, bool overwrite, const pvk_gemm_prefetch *pf)
+{
+    pvk_f32_gemm_6x16__avx2(kc, a, b, c, ldc, mr, nr, 1.0f, overwrite, pf);
+}
+
+const pvk_gemm_pk pvk_gemm_pk_f32_avx2 = { MR, NR, 1, 4, 192, 320, pk_pack_a, pk_kernel };

@@ -3,12 +3,12 @@
  * gemm_f32_blocked.c. Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma (this
  * file only); called only when pvc_isa_selected() reports AVX-512. */
 #include "kernels/x86/gemm_f32.h"
+#include "kernels/gemm_packed.h"
 
-#include <immintrin.h>
+#include "kernels/x86/gemm_avx512_util.h"
 
 enum { MR = 12, NR = 32, NB = NR };
 
-static __mmask16 lane_mask(int n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
 
 /* ---- micro-kernel ---------------------------------------------------------------------------- */
 
@@ -81,36 +81,6 @@ static void pvk_f32_gemm_12x32__avx512(int64_t kc, const float *restrict a, cons
 }
 
 /* ---- packing ----------------------------------------------------------------------------------- */
-
-/* In-register transpose of a 16x16 block: r[i] lane j -> r[j] lane i. */
-static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
-{
-    __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4g + c], per 128-bit lane l: rows 4g..4g+3 of column c + 4l. */
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g + 0], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g + 0], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);       /* columns c, c+8 of rows 0-7 */
-        __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);       /* columns c+4, c+12 */
-        __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);  /* the same for rows 8-15 */
-        __m512 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
-        r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-        r[c + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
-        r[c + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-        r[c + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
-    }
-}
 
 /* Loads `rows` (<= 16) rows of w (<= 16) floats, ld apart, as 16 vectors (the rest zero),
  * transposes them, and stores vector t (t < w) at dst + t * dstride under mask m. */
@@ -188,3 +158,19 @@ void pvk_gemm_f32_avx512(pvc_pool *pool, int64_t M, int64_t N, int64_t K,
 {
     pvk_gemm_f32_blocked(&ukernel, pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, C, ldc, alpha, beta);
 }
+
+/* The same micro-kernel and A packer for kernels/gemm_packed.h (B packed once at create, in
+ * this kernel's panel layout, alpha folded into it): no B packing; the driver hands each call
+ * its share of the next packed B slice to prefetch. */
+static void pk_pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc, void *restrict dst)
+{
+    pack_a(A, lda, false, m0, mc, k0, kc, dst);
+}
+
+static void pk_kernel(int64_t kc, const void *restrict a, const void *restrict b, float *restrict c, int64_t ldc,
+                      int mr, int nr, bool overwrite, const pvk_gemm_prefetch *pf)
+{
+    pvk_f32_gemm_12x32__avx512(kc, a, b, c, ldc, mr, nr, 1.0f, overwrite, pf);
+}
+
+const pvk_gemm_pk pvk_gemm_pk_f32_avx512 = { MR, NR, 1, 4, 192, 256, pk_pack_a, pk_kernel };
