@@ -129,6 +129,8 @@ typedef struct pv_graph_stats {
     int     folded, bn_folded, act_fused, attn_fused;
     const char *precision;       /* what runs: "fp32" or "bf16" */
     const char *precision_note;  /* why not the requested one, or "" */
+    /* GELU chains fused into perceive::Gelu; activations fused into Add/Sub/Mul/Div */
+    int     gelu_fused, eltwise_act_fused;
 } pv_graph_stats;
 pv_status   pv_graph_stats_get(const pv_graph *g, pv_graph_stats *st);
 

@@ -343,8 +343,10 @@ static int cmd_info(const opts *o)
     pv_graph_stats st;
     pv_graph_stats_get(g, &st);
     printf("nodes after load-time passes: %d, constants %.1f MiB\n", st.nodes_total, st.const_bytes / 1048576.0);
-    printf("passes: %d folded to constants, %d BatchNorm folded, %d activations fused, %d attention blocks fused\n",
-           st.folded, st.bn_folded, st.act_fused, st.attn_fused);
+    printf("passes: %d folded to constants, %d BatchNorm folded, %d activations fused, %d attention blocks fused, "
+           "%d GELU chains fused, %d activations fused into element-wise ops\n",
+           st.folded, st.bn_folded, st.act_fused, st.attn_fused, st.gelu_fused, st.eltwise_act_fused);
+    printf("precision: %s%s%s\n", st.precision, st.precision_note[0] ? " - " : "", st.precision_note);
     pv_graph_close(g);
     return 0;
 }

@@ -49,6 +49,8 @@ static pv_status open_common(pvg_graph *g, const pv_graph_options *opt, pv_graph
         h->bound[i] = *d;
         h->bound[i].name = g->values[g->inputs[i]].name;
     }
+    /* fixed shapes: this is the only plan, so weights copied into kernel layouts are freed */
+    g->drop_consumed = fixed;
     if (fixed && (s = pvg_plan_create(g, h->bound, &h->plans[0])) != PV_OK) {
         pvc_fail(NULL, s, "%s", g->msg.text);
         goto fail;
@@ -213,6 +215,8 @@ pv_status pv_graph_stats_get(const pv_graph *h, pv_graph_stats *st)
     st->bn_folded = h->passes.bn_folded;
     st->act_fused = h->passes.act_fused;
     st->attn_fused = h->passes.attn_fused;
+    st->gelu_fused = h->passes.gelu_fused;
+    st->eltwise_act_fused = h->passes.eltwise_act_fused;
     st->precision = pvc_precision_name(h->g->precision);
     st->precision_note = h->prec_note;
     for (int i = 0; i < PV_MAX_PLANS; i++) st->plans += h->plans[i] != NULL;

@@ -59,6 +59,7 @@ typedef struct pvg_node {
     int             nattrs;
     pvg_act         act;        /* fused activation, applied by ops flagged PVG_OP_FUSE_ACT */
     bool            dead;       /* removed by a pass */
+    unsigned        consumed;   /* pvg_prep.consumed of this node's latest prepare */
 } pvg_node;
 
 typedef struct pvg_graph {
@@ -71,6 +72,9 @@ typedef struct pvg_graph {
     char      *base_dir;                /* for external data */
     int        threads;                 /* threads plans run with (pv_graph's pool), 0 unknown */
     pvc_precision precision;            /* resolved: what Conv/MatMul/Gemm compute in */
+    bool       drop_consumed;           /* the caller makes one plan only: constants every reader
+                                           copied into its own layout (pvg_prep.consumed) are
+                                           freed once it is made, so weights are held once */
     void      *name_index;              /* value name -> index (hash), private to ir.c */
     pvc_msg    msg;
 } pvg_graph;
@@ -113,6 +117,9 @@ typedef struct pvg_prep {
     int               threads;  /* threads run will use (the graph's pool); 0 = not known:
                                    pvc_default_threads(). For kernels fixed at plan time. */
     pvc_precision     precision;/* g->precision; ops without a bf16 kernel ignore it */
+    unsigned          consumed; /* set by prepare: bit k = constant input k was copied into the
+                                   op's own layout (packed / reordered weights) and run never
+                                   reads it again */
 } pvg_prep;
 
 /* Execution context of one node. */
@@ -198,12 +205,19 @@ pv_status pvg_stub_prepare(pvg_prep *p);
 #undef PVG_OP
 
 /* ---- passes ------------------------------------------------------------------------------- */
-typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused; } pvg_pass_stats;
+typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused; } pvg_pass_stats;
 pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st);
 /* MatMul -> scale -> [Add mask] -> Softmax -> MatMul chains into perceive::Attention
  * (passes/attention.c); registers that operator on first use. */
 pv_status pvg_fuse_attention(pvg_graph *g, int *count);
 extern const pvg_op pvg_op_Attention;   /* custom domain "perceive" (ops/attention.c) */
+/* Exact (erf) and tanh GELU chains into perceive::Gelu (passes/gelu.c); registers that
+ * operator on first use. */
+pv_status pvg_fuse_gelu(pvg_graph *g, int *count);
+extern const pvg_op pvg_op_Gelu;        /* custom domain "perceive" (ops/gelu.c) */
+/* Add/Sub/Mul/Div -> Relu/LeakyRelu/Clip into the arithmetic node's fused activation, whatever
+ * its operands (passes/add_act.c). */
+pv_status pvg_fuse_eltwise_act(pvg_graph *g, int *count);
 
 /* ---- plans -------------------------------------------------------------------------------- */
 typedef struct pvg_plan pvg_plan;

@@ -67,6 +67,7 @@ pv_status pvg_node_prepare(pvg_graph *g, pvg_node *n, const pvc_tensor *in, pvc_
     if (s == PV_OK) s = check_attrs_used(n, msg);
     if (s == PV_OK) s = check_outputs(n, out, n->nout, msg);
     if (s != PV_OK) { pvg_node_release(n, params); return s; }
+    n->consumed = p.consumed;
     for (int i = 0; i < n->nout; i++) if (out[i].rank >= 0) pvc_tensor_set_contiguous(&out[i]);
     *workspace = align_up(p.workspace);
     return PV_OK;
@@ -210,6 +211,48 @@ static pv_status link_layouts(pvg_plan *p, pvc_msg *msg)
     return PV_OK;
 }
 
+/* g->drop_consumed: a constant is freed as soon as the last node reading it is prepared, when
+ * every reader copied it into its own layout (pvg_prep.consumed: weights packed for a GEMM,
+ * reordered for oneDNN), so the process holds the weights once and its peak stays near one copy.
+ * Constants read by nodes folded at plan time, graph outputs and anything a dead node reads stay.
+ * pending[v]: reader slots not prepared yet; keep[v]: some reader still needs the bytes. */
+typedef struct drop_state { int *pending; unsigned char *keep; } drop_state;
+
+static pv_status drop_begin(const pvg_graph *g, drop_state *d, pvc_msg *msg)
+{
+    memset(d, 0, sizeof *d);
+    if (!g->drop_consumed) return PV_OK;
+    d->pending = pvc_calloc((size_t)g->nvalues + 1, sizeof *d->pending);
+    d->keep = pvc_calloc((size_t)g->nvalues + 1, 1);
+    if (!d->pending || !d->keep) return pvc_fail(msg, PV_ENOMEM, "out of memory planning");
+    for (int i = 0; i < g->nnodes; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++) if (g->nodes[i].in[k] >= 0) d->pending[g->nodes[i].in[k]]++;
+    for (int i = 0; i < g->noutputs; i++) d->keep[g->outputs[i]] = 1;
+    return PV_OK;
+}
+
+/* After node n is prepared (folded: evaluated at plan time, its params released). */
+static void drop_after(pvg_plan *p, drop_state *d, const pvg_node *n, bool folded)
+{
+    if (!d->pending) return;
+    for (int k = 0; k < n->nin; k++) {
+        int v = n->in[k];
+        pvg_value *val = v >= 0 ? &p->g->values[v] : NULL;
+        if (!val || !val->is_const || !val->data) continue;
+        if (folded || k >= 32 || !(n->consumed & (1u << k))) d->keep[v] = 1;
+        if (--d->pending[v] > 0 || d->keep[v]) continue;
+        pvc_free_aligned(val->data);
+        val->data = NULL;
+        p->vals[v].data = NULL;
+    }
+}
+
+static void drop_end(drop_state *d)
+{
+    pvc_free(d->pending);
+    pvc_free(d->keep);
+}
+
 /* Storage assignment and arena offsets, after the run order is known. */
 static pv_status place(pvg_plan *p, pvc_msg *msg)
 {
@@ -342,6 +385,7 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
     p->xin = pvc_calloc((size_t)maxio, sizeof *p->xin);
     p->xout = pvc_calloc((size_t)maxio, sizeof *p->xout);
     int *topo = pvc_calloc((size_t)nn + 1, sizeof *topo);
+    drop_state drop = { NULL, NULL };
     if (!p->vals || !p->order || !p->params || !p->ws_node || !p->offset || !p->size || !p->first ||
         !p->last || !p->storage || !p->in_desc || !p->xin || !p->xout || !topo) {
         s = pvc_fail(msg, PV_ENOMEM, "out of memory planning");
@@ -376,6 +420,7 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
     }
     int ntopo = 0;
     if ((s = pvg_graph_toposort(g, topo, &ntopo)) != PV_OK) goto fail;
+    if ((s = drop_begin(g, &drop, msg)) != PV_OK) goto fail;
     for (int t = 0; t < ntopo; t++) {
         int ni = topo[t];
         pvg_node *n = &g->nodes[ni];
@@ -397,10 +442,12 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
             if (s != PV_OK) goto fail;
             for (int k = 0; k < n->nout; k++) if (n->out[k] >= 0) p->vals[n->out[k]] = o[k];
             p->const_bytes += out_bytes;
+            drop_after(p, &drop, n, true);
             continue;
         }
         for (int k = 0; k < n->nout; k++)
             if (n->out[k] >= 0) { p->vals[n->out[k]] = o[k]; p->vals[n->out[k]].data = NULL; }
+        drop_after(p, &drop, n, false);
         p->order[p->norder++] = ni;
         if (p->ws_node[ni] > p->ws_bytes) p->ws_bytes = p->ws_node[ni];
     }
@@ -420,10 +467,12 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
         if (p->offset[v] != SIZE_MAX && !p->vals[v].data) p->vals[v].data = (char *)p->arena + p->offset[v];
     const char *prof = getenv("PERCEIVE_PROFILE");
     if (prof && *prof && strcmp(prof, "0")) p->prof_ms = pvc_calloc((size_t)p->norder + 1, sizeof *p->prof_ms);
+    drop_end(&drop);
     pvc_free(topo);
     *out = p;
     return PV_OK;
 fail:
+    drop_end(&drop);
     pvc_free(topo);
     pvg_plan_free(p);
     return s;

@@ -189,7 +189,7 @@ static pv_status conv_prepare(pvg_prep *p)
         pvc_msg m = {{0}};
         if ((s = pvk_dnnl_conv_create(&d, W->data, p->threads, pvk_dnnl_mode_get(), &c->dnnl, &p->workspace, &m)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", m.text);
-        if (c->dnnl) return PV_OK;
+        if (c->dnnl) { p->consumed = 1u << 1; return PV_OK; }   /* W reordered into the primitive's copy */
     }
     if (c->mode == CONV_GEMM) {
         c->slice = pvg_conv_slice(kdim, osz);

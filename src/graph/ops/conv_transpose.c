@@ -114,7 +114,7 @@ static pv_status convt_prepare(pvg_prep *p)
         size_t ws = 0;
         if ((s = pvk_dnnl_conv_create(&d, W->data, p->threads, pvk_dnnl_mode_get(), &c->dnnl, &ws, &m)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", m.text);
-        if (c->dnnl) p->workspace = ws;
+        if (c->dnnl) { p->workspace = ws; p->consumed = 1u << 1; }   /* W reordered into the primitive's copy */
     }
     return PV_OK;
 }

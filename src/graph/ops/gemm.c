@@ -73,10 +73,11 @@ static pv_status gemm_prepare(pvg_prep *p)
             if ((s = pvk_dnnl_matmul_create(g->M, g->N, g->K, g->K, B->data, ldb, g->tb, g->alpha, g->N, g->c_bias,
                                             &p->node->act, p->precision, p->threads, &g->dnnl, &p->workspace, &msg)) != PV_OK)
                 return pvg_prep_fail(p, s, "%s", msg.text);
-            if (g->dnnl) return PV_OK;
+            if (g->dnnl) { p->consumed = 1u << 1; return PV_OK; }   /* B reordered into oneDNN's copy */
         }
         if ((s = pvk_gemm_packed_create(g->K, g->N, B->data, ldb, g->tb, g->alpha, p->precision, NULL, &g->packed, &msg)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", msg.text);
+        if (g->packed) p->consumed = 1u << 1;   /* B lives on packed */
     }
     return PV_OK;
 }

@@ -78,10 +78,11 @@ static pv_status matmul_prepare(pvg_prep *p)
             if ((s = pvk_dnnl_matmul_create(rows, m->N, m->K, m->K, B->data, m->N, false, 1.0f, m->N, false, &p->node->act,
                                             p->precision, p->threads, &m->dnnl, &p->workspace, &msg)) != PV_OK)
                 return pvg_prep_fail(p, s, "%s", msg.text);
-            if (m->dnnl) return PV_OK;
+            if (m->dnnl) { p->consumed = 1u << 1; return PV_OK; }   /* B reordered into oneDNN's copy */
         }
         if ((s = pvk_gemm_packed_create(m->K, m->N, B->data, m->N, false, 1.0f, p->precision, NULL, &m->packed, &msg)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", msg.text);
+        if (m->packed) p->consumed = 1u << 1;   /* B lives on packed */
     }
     return PV_OK;
 }

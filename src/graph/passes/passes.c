@@ -252,5 +252,8 @@ pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st)
     if ((s = fold_bn(g, &st->bn_folded)) != PV_OK) return s;
     /* before fuse_act: the chain's MatMuls must not have taken an activation yet */
     if ((s = pvg_fuse_attention(g, &st->attn_fused)) != PV_OK) return s;
+    /* GELU chains (passes/gelu.c), then Add/Sub/Mul/Div -> activation (passes/add_act.c) */
+    if ((s = pvg_fuse_gelu(g, &st->gelu_fused)) != PV_OK) return s;
+    if ((s = pvg_fuse_eltwise_act(g, &st->eltwise_act_fused)) != PV_OK) return s;
     return fuse_act(g, &st->act_fused);
 }

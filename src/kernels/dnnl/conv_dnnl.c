@@ -43,7 +43,7 @@ struct pvk_dnnl_conv {
     char             impl[64];
     /* for the layout pass */
     pvk_dnnl_conv_desc desc;                    /* as built */
-    const float     *w_src;                     /* the graph's weights (alive while planning) */
+    dnnl_memory_desc_t w_md_q;                  /* layout of weights */
     pvk_dnnl_mode    mode;
     dnnl_memory_desc_t xb_md, yb_md;            /* the primitive's X / Y layouts */
     size_t           x_plain_bytes, y_plain_bytes;
@@ -163,7 +163,10 @@ static dnnl_status_t reorder_create(const dnnl_memory_desc_t *from, const dnnl_m
 }
 
 /* Everything oneDNN for create; c->threads is the team already set for this thread. */
-static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, pvk_dnnl_mode mode)
+/* from_md: when not NULL, w is in that layout (another primitive's reordered weights, when the
+ * layout pass remakes a producer: the graph's copy may be freed by then); else ONNX order f32. */
+static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const void *w, const dnnl_memory_desc_t *from_md,
+                 pvk_dnnl_mode mode)
 {
     int rc = BUILD_OK, nd = 2 + d->nsp;
     dnnl_engine_t engine = pvk_dnnl_engine();
@@ -249,8 +252,10 @@ static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w, 
     c->weights = pvc_malloc_aligned(wbytes ? wbytes : 1);
     if (!c->weights) { rc = BUILD_NOMEM; goto done; }
     TRY(dnnl_memory_create(&c->w, qw, engine, c->weights));
-    TRY(dnnl_memory_create(&wuser, &w_md, engine, (void *)w));   /* only read */
-    TRY(reorder_create(&w_md, qw, &wreorder));
+    if (!from_md) from_md = &w_md;
+    TRY(dnnl_memory_create(&wuser, from_md, engine, (void *)w));   /* only read */
+    TRY(reorder_create(from_md, qw, &wreorder));
+    c->w_md_q = *qw;
     dnnl_exec_arg_t wargs[] = { { DNNL_ARG_FROM, wuser }, { DNNL_ARG_TO, c->w } };
     TRY(dnnl_primitive_execute(wreorder, c->stream, 2, wargs));
     TRY(dnnl_stream_wait(c->stream));
@@ -296,10 +301,9 @@ static int try_create(const pvk_dnnl_conv_desc *d, const float *w, int threads, 
     if (!c) return BUILD_NOMEM;
     c->threads = threads;
     int saved = pvk_dnnl_team_enter(c->threads);
-    int rc = build(c, d, w, mode);
+    int rc = build(c, d, w, NULL, mode);
     pvk_dnnl_team_leave(saved, c->threads);
     c->desc = *d;
-    c->w_src = w;
     c->mode = mode;
     if (rc != BUILD_OK) pvk_dnnl_conv_free(c);
     else *out = c;
@@ -357,7 +361,7 @@ bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b)
         pvk_dnnl_conv_desc d = a->desc;
         d.dst_bf16 = true;
         int saved = pvk_dnnl_team_enter(t.threads);
-        int rc = build(&t, &d, a->w_src, a->mode);
+        int rc = build(&t, &d, a->weights, &a->w_md_q, a->mode);
         pvk_dnnl_team_leave(saved, t.threads);
         /* a's own input may already be linked to its producer: its X layout must not move */
         bool fits = rc == BUILD_OK && t.from_blocked && dnnl_memory_desc_equal(&t.yb_md, &b->xb_md) &&
@@ -366,7 +370,6 @@ bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b)
         if (!fits) { conv_clear(&t); return false; }
         conv_clear(a);
         t.desc = d;
-        t.w_src = a->w_src;
         t.mode = a->mode;
         t.in_linked = a->in_linked;
         *a = t;

@@ -6,6 +6,7 @@
  * F16/BF16 go through f32 in stack blocks of BLK elements. Signed integer arithmetic is done in
  * the unsigned type of the same width so overflow wraps instead of being undefined. */
 #include "kernels/ref/eltwise.h"
+#include "kernels/ref/eltwise_simd.h"
 
 #include <string.h>
 
@@ -364,6 +365,33 @@ void pvk_binary(pvc_pool *pool, pvk_binary_op op, const pvc_tensor *a, const pvc
     else fn = rows[op][a->dtype];
     const pvc_tensor *in[2] = { a, b };
     pvk_broadcast_rows(pool, 2, in, y, fn, &c);
+}
+
+/* ---- binary: vectorized f32 rows ------------------------------------------------------------ */
+typedef struct vbin_ctx {
+    pvk_vbin_fn    fn;
+    pvk_vbin_op    op;
+    const pvg_act *act;
+} vbin_ctx;
+
+static void row_vec(const void *ctx, int64_t n, void *y, const void *const *x, const int64_t *s)
+{
+    const vbin_ctx *c = ctx;
+    c->fn(c->op, x[0], s[0], x[1], s[1], y, n, c->act);
+}
+
+bool pvk_binary_f32_fast(pvc_pool *pool, pvk_binary_op op, const pvc_tensor *a, const pvc_tensor *b,
+                         pvc_tensor *y, const pvg_act *act)
+{
+    static const int vop[PVK_BIN_COUNT] = { [PVK_BIN_ADD] = PVK_VB_ADD + 1, [PVK_BIN_SUB] = PVK_VB_SUB + 1,
+                                            [PVK_BIN_MUL] = PVK_VB_MUL + 1, [PVK_BIN_DIV] = PVK_VB_DIV + 1 };
+    if ((unsigned)op >= PVK_BIN_COUNT || !vop[op] || a->dtype != PV_F32 || b->dtype != PV_F32 || y->dtype != PV_F32)
+        return false;
+    vbin_ctx c = { pvk_vec_selected()->binary, (pvk_vbin_op)(vop[op] - 1),
+                   act && act->kind != PVG_ACT_NONE ? act : NULL };
+    const pvc_tensor *in[2] = { a, b };
+    pvk_broadcast_rows(pool, 2, in, y, row_vec, &c);
+    return true;
 }
 
 /* ---- Where ---------------------------------------------------------------------------------- */

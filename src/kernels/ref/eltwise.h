@@ -64,6 +64,12 @@ bool pvk_binary_supported(pvk_binary_op op, pv_dtype ta, pv_dtype tb);
 void pvk_binary(pvc_pool *pool, pvk_binary_op op, const pvc_tensor *a, const pvc_tensor *b,
                 pvc_tensor *y);
 
+/* f32 Add/Sub/Mul/Div with numpy broadcasting through the vectorized rows (eltwise_simd.h), with
+ * act (may be NULL) applied as pvk_act_apply does. false (nothing written) when op is not one
+ * of the four or a dtype is not F32. */
+bool pvk_binary_f32_fast(pvc_pool *pool, pvk_binary_op op, const pvc_tensor *a, const pvc_tensor *b,
+                         pvc_tensor *y, const pvg_act *act);
+
 /* ---- Where and Cast ----------------------------------------------------------------------- */
 /* out = cond ? x : y, all three broadcast; cond is bool, x, y and out share one dtype. */
 void pvk_where(pvc_pool *pool, const pvc_tensor *cond, const pvc_tensor *x, const pvc_tensor *y,

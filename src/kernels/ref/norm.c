@@ -1,6 +1,7 @@
 /* Reference normalisation kernels (see norm.h). Sums of a row are kept in double so that long
  * rows lose no accuracy; every element is read before its output is written (in-place safe). */
 #include "kernels/ref/norm.h"
+#include "kernels/ref/eltwise_simd.h"
 
 enum { SM_BLOCK = 64 };   /* inner positions handled together when the axis is not innermost */
 
@@ -73,7 +74,7 @@ static void softmax_range(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
-void pvk_softmax_f32(pvc_pool *pool, const float *x, float *y, int64_t outer, int64_t n, int64_t inner, bool log)
+void pvk_softmax_f32_ref(pvc_pool *pool, const float *x, float *y, int64_t outer, int64_t n, int64_t inner, bool log)
 {
     if (outer <= 0 || n <= 0 || inner <= 0) return;
     sm_ctx c = { x, y, n, inner, (inner + SM_BLOCK - 1) / SM_BLOCK, log };
@@ -110,11 +111,60 @@ static void layernorm_rows(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
-void pvk_layernorm_f32(pvc_pool *pool, const float *x, const float *scale, const float *bias, float *y,
-                       float *mean_out, float *invstd_out, int64_t rows, int64_t len, float eps)
+void pvk_layernorm_f32_ref(pvc_pool *pool, const float *x, const float *scale, const float *bias, float *y,
+                           float *mean_out, float *invstd_out, int64_t rows, int64_t len, float eps)
 {
     ln_ctx c = { x, scale, bias, y, mean_out, invstd_out, len, eps };
     pvc_parallel_for(pool, rows, PVC_MAX(1, 8192 / PVC_MAX(len, 1)), layernorm_rows, &c);
+}
+
+/* ---- vectorized rows (eltwise_simd.h) ------------------------------------------------------- */
+typedef struct vrow_ctx {
+    const pvk_vec_variant *v;
+    const float *x, *scale, *bias;
+    float *y, *mean, *invstd;
+    int64_t len;
+    float eps;
+    bool log;
+} vrow_ctx;
+
+static void vln_rows(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const vrow_ctx *c = ctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++)
+        c->v->layernorm_row(c->x + r * c->len, c->scale, c->bias, c->y + r * c->len, c->len, c->eps,
+                            c->mean ? c->mean + r : NULL, c->invstd ? c->invstd + r : NULL);
+}
+
+void pvk_layernorm_f32(pvc_pool *pool, const float *x, const float *scale, const float *bias, float *y,
+                       float *mean_out, float *invstd_out, int64_t rows, int64_t len, float eps)
+{
+    if (len <= 0) {   /* empty rows: the reference's NaN statistics */
+        pvk_layernorm_f32_ref(pool, x, scale, bias, y, mean_out, invstd_out, rows, len, eps);
+        return;
+    }
+    if (rows <= 0) return;
+    vrow_ctx c = { pvk_vec_selected(), x, scale, bias, y, mean_out, invstd_out, len, eps, false };
+    pvc_parallel_for(pool, rows, PVC_MAX(1, 8192 / len), vln_rows, &c);
+}
+
+static void vsm_rows(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const vrow_ctx *c = ctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++) c->v->softmax_row(c->x + r * c->len, c->y + r * c->len, c->len, c->log);
+}
+
+void pvk_softmax_f32(pvc_pool *pool, const float *x, float *y, int64_t outer, int64_t n, int64_t inner, bool log)
+{
+    if (outer <= 0 || n <= 0 || inner <= 0) return;
+    if (inner != 1) {   /* a strided axis: the blocked reference walks it in contiguous runs */
+        pvk_softmax_f32_ref(pool, x, y, outer, n, inner, log);
+        return;
+    }
+    vrow_ctx c = { pvk_vec_selected(), x, NULL, NULL, y, NULL, NULL, n, 0.0f, log };
+    pvc_parallel_for(pool, outer, PVC_MAX(1, 8192 / n), vsm_rows, &c);
 }
 
 typedef struct bn_ctx {

@@ -2,6 +2,7 @@
  * window's valid kernel range is computed per axis up front, so the inner loops never test
  * bounds. */
 #include "kernels/ref/pool.h"
+#include "kernels/ref/eltwise_simd.h"
 
 #include <float.h>
 #include <math.h>
@@ -79,7 +80,7 @@ static void pool_run(pvc_pool *pool, pool_ctx *c)
                         int64_t off = base + s2 + k * g->dil[2]; \
                         V v = (V)LOAD(x[off]); \
                         if (bi < 0) { best = v; bi = off; continue; } \
-                        bool gt = v > best;          /* select, not branch: data is random */ \
+                        bool gt = v > best || v != v;   /* select, not branch; NaN sticks */ \
                         best = gt ? v : best; \
                         bi = gt ? off : bi; \
                     } \
@@ -102,8 +103,8 @@ DEF_MAXPOOL(bf16, uint16_t, float, LD_B, 0xFF7Fu)   /* lowest bfloat16 */
 DEF_MAXPOOL(i8, int8_t, int32_t, LD_ID, INT8_MIN)
 DEF_MAXPOOL(u8, uint8_t, int32_t, LD_ID, 0)
 
-void pvk_maxpool(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const void *x, void *y,
-                 int64_t *indices)
+void pvk_maxpool_ref(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const void *x, void *y,
+                     int64_t *indices)
 {
     pool_ctx c = { g, x, y, indices, NULL };
     switch (t) {
@@ -115,6 +116,51 @@ void pvk_maxpool(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const void 
     default: return;
     }
     pool_run(pool, &c);
+}
+
+/* f32 2-D rows through the vector kernel: one task per (plane, output row). */
+enum { MP_TMP = 8192 };   /* scratch floats per row on the stack */
+
+typedef struct vmp_ctx { const pvk_pool_geom *g; const float *x; float *y; pvk_vmp_fn fn; } vmp_ctx;
+
+static void vmp_task(void *cv, int64_t b, int64_t e, int tid)
+{
+    (void)tid;
+    const vmp_ctx *c = cv;
+    const pvk_pool_geom *g = c->g;
+    float tmp[MP_TMP];
+    for (int64_t r = b; r < e; r++) {
+        int64_t plane = r / g->out[1], oh = r % g->out[1];
+        int64_t s = oh * g->stride[1] - g->pad_begin[1];
+        int64_t r0 = PVC_MAX(s, 0), r1 = PVC_MIN(s + g->kernel[1], g->in[1]);
+        c->fn(c->x + plane * g->in[1] * g->in[2], g->in[2], r0, r1, g->kernel[2], g->stride[2], g->pad_begin[2],
+              g->out[2], tmp, c->y + r * g->out[2]);
+    }
+}
+
+/* Every window of axis a holds a real element (dilation 1): the first ends past 0 and the last
+ * starts before the input's end (windows move monotonically in between). */
+static bool windows_real(const pvk_pool_geom *g, int a)
+{
+    int64_t first = -g->pad_begin[a], last = (g->out[a] - 1) * g->stride[a] - g->pad_begin[a];
+    return first + g->kernel[a] > 0 && last < g->in[a];
+}
+
+void pvk_maxpool(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const void *x, void *y,
+                 int64_t *indices)
+{
+    bool vec = t == PV_F32 && !indices && g->in[0] == 1 && g->out[0] == 1 && g->kernel[0] == 1 &&
+               g->pad_begin[0] == 0 &&
+               g->dil[1] == 1 && g->dil[2] == 1 && g->out[1] > 0 && g->out[2] > 0 && g->planes > 0 &&
+               windows_real(g, 1) && windows_real(g, 2) &&
+               pvk_vmp_tmp_len(g->kernel[2], g->stride[2], g->out[2]) <= MP_TMP;
+    if (!vec) {
+        pvk_maxpool_ref(pool, g, t, x, y, indices);
+        return;
+    }
+    vmp_ctx c = { g, x, y, pvk_vec_selected()->maxpool2d_row };
+    int64_t work = PVC_MAX(1, g->out[2] * g->kernel[1] * g->kernel[2]);
+    pvc_parallel_for(pool, g->planes * g->out[1], PVC_MAX(1, 16384 / work), vmp_task, &c);
 }
 
 /* ---- AveragePool -------------------------------------------------------------------------- */

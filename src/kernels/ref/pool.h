@@ -16,11 +16,15 @@ typedef struct pvk_pool_geom {
     int     storage_order;          /* MaxPool indices: 0 row-major, 1 column-major */
 } pvk_pool_geom;
 
-/* MaxPool; padding never wins. indices (may be NULL): flat index of the max in x, counting
- * the plane offset (n * C + c) * prod(in), per the ONNX spec; a window of padding only gives
- * the lowest value and index -1. dtypes: F32 F16 BF16 I8 U8. */
+/* MaxPool; padding never wins; a NaN in a window gives NaN. indices (may be NULL): flat index of
+ * the max in x, counting the plane offset (n * C + c) * prod(in), per the ONNX spec; a window of
+ * padding only gives the lowest value and index -1. dtypes: F32 F16 BF16 I8 U8. f32 2-D
+ * poolings with dilation 1, no indices and no all-padding window run the vectorized rows of
+ * eltwise_simd.h (bitwise the same result); pvk_maxpool_ref is the plain kernel. */
 void pvk_maxpool(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const void *x, void *y,
                  int64_t *indices);
+void pvk_maxpool_ref(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const void *x, void *y,
+                     int64_t *indices);
 
 /* AveragePool, float32. Divisor: the window clipped to the padded extent when
  * count_include_pad, else the number of real elements in it (an empty window gives 0). */

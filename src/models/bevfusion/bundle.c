@@ -331,6 +331,9 @@ static pv_status load_model(pvm_bevfusion *m, pvc_msg *msg)
     if ((s = pvg_passes_run(g, true, &ps)) != PV_OK) return pvc_fail(msg, s, "%s", g->msg.text);
     g->threads = pvc_pool_threads(m->pool);
     g->precision = m->precision;
+    /* one plan only: the dense part's weights are held once, in the kernels' layouts (the
+     * sparse encoder's weights are not read by the plan and stay) */
+    g->drop_consumed = true;
     pvc_tensor d = m->enc.dense;
     pvc_tensor_set_contiguous(&d);
     if ((s = pvg_plan_create(g, &d, &m->dense_plan)) != PV_OK) return pvc_fail(msg, s, "planning the dense part: %s", g->msg.text);
