@@ -227,6 +227,17 @@ static double ort_peer(const char *file, const char *inputs, int threads, int it
     return p50;
 }
 
+/* Resident bytes now (/proc/self/statm), 0 when unknown. */
+static long long rss_now(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size = 0, res = 0;
+    if (!f) return 0;
+    if (fscanf(f, "%lld %lld", &size, &res) != 2) res = 0;
+    fclose(f);
+    return res * sysconf(_SC_PAGESIZE);
+}
+
 static int cmd_bench(const opts *o)
 {
     if (o->npos != 1 || !o->inputs) { usage(stderr); return 2; }
@@ -235,8 +246,10 @@ static int cmd_bench(const opts *o)
     pv_graph *g = NULL;
     double *t = NULL;
     int rc = 1;
+    if (load_inputs(o->inputs, &arrs, &ins)) goto done;
+    long long base_rss = rss_now();     /* binary, libraries and inputs: before the graph */
     double t0 = pvc_now_ms();
-    if (load_inputs(o->inputs, &arrs, &ins) || open_graph(o->pos[0], o, &g)) goto done;
+    if (open_graph(o->pos[0], o, &g)) goto done;
     double load_ms = pvc_now_ms() - t0;
     size_t cap = (size_t)pv_graph_num_outputs(g), n_out = cap;
     outs = calloc(cap + 1, sizeof *outs);
@@ -284,8 +297,9 @@ static int cmd_bench(const opts *o)
            st.precision);
     printf("perceive: load %.1f ms, first run %.1f ms, p50 %.3f ms, p99 %.3f ms over %d iters%s\n",
            load_ms, first_ms, p50, p99, n, o->rounds > 1 ? " (all rounds)" : "");
-    printf("memory: arena %.1f MiB, workspace %.1f MiB, constants %.1f MiB, peak RSS %.1f MiB\n",
-           st.arena_bytes / 1048576.0, st.workspace_bytes / 1048576.0, st.const_bytes / 1048576.0, ru.ru_maxrss / 1024.0);
+    printf("memory: arena %.1f MiB, workspace %.1f MiB, constants %.1f MiB, peak RSS %.1f MiB (%.1f MiB before the graph)\n",
+           st.arena_bytes / 1048576.0, st.workspace_bytes / 1048576.0, st.const_bytes / 1048576.0, ru.ru_maxrss / 1024.0,
+           base_rss / 1048576.0);
     if (!o->no_peer) {
         if (ort > 0) printf("onnxruntime %s (fp32): p50 %.3f ms%s  ratio perceive/ort %.3f\n", ver, ort,
                             ort_rounds > 1 ? " (median of the rounds' p50s)" : "", p50 / ort);
@@ -297,9 +311,9 @@ static int cmd_bench(const opts *o)
         fprintf(f, "{\"model\": \"%s\", \"p50_ms\": %.4f, \"p99_ms\": %.4f, \"iters\": %d, \"threads\": %d, "
                    "\"isa\": \"%s\", \"cpu\": \"%s\", \"load_ms\": %.2f, \"first_ms\": %.2f, "
                    "\"arena_bytes\": %zu, \"workspace_bytes\": %zu, \"const_bytes\": %zu, \"peak_rss_bytes\": %lld, "
-                   "\"precision\": \"%s\", \"rounds\": %d",
+                   "\"base_rss_bytes\": %lld, \"precision\": \"%s\", \"rounds\": %d",
                 o->pos[0], p50, p99, n, threads, pv_isa(), cpu->brand, load_ms, first_ms,
-                st.arena_bytes, st.workspace_bytes, st.const_bytes, (long long)ru.ru_maxrss * 1024, st.precision, o->rounds);
+                st.arena_bytes, st.workspace_bytes, st.const_bytes, (long long)ru.ru_maxrss * 1024, base_rss, st.precision, o->rounds);
         if (ort > 0) fprintf(f, ", \"ort_p50_ms\": %.4f, \"ort_version\": \"%s\", \"ratio\": %.4f", ort, ver, p50 / ort);
         fprintf(f, "}\n");
         fclose(f);
