@@ -7,6 +7,13 @@
  *   packed  pvk_gemm_packed variants (kernels/gemm_packed.h: B packed once, outside the timing)
  *   dnnl    oneDNN matmul (kernels/dnnl/matmul_dnnl.h), fp32 and bf16, weights reordered once
  * fp32 rows are priced against the FMA peak of their ISA, bf16 rows against the bf16 peak.
+ * On a shared box the machine's speed drifts by tens of percent from one second to the next (other
+ * jobs on our cores, and on the host under the VM), so a peak measured once at start prices a
+ * run taken later badly. The last column pairs every timed run with a burst of the peak loop
+ * doing the same flop count on the same pool right before it (same thread wake-up, same moment
+ * of the machine): %pair = median over runs of burst time / run time. It is the column to
+ * compare code changes by; `chrt -f 10 pv_gemm_bench ...` (root) keeps other jobs off the cores
+ * while it runs and shows what the code does when it has them.
  *
  *   pv_gemm_bench [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T threads] [-q] [-g group]
  *     -r  timed runs per point (default 5); the median is reported, and the best run beside it
@@ -115,6 +122,22 @@ static void *peak_thread(void *p)
     return NULL;
 }
 
+static double flops_per_iter(int kind);
+
+/* The paired burst (see the top): each thread of the pool runs `iters` of the peak loop. */
+typedef struct burst { int kind; int64_t iters; float sink[2]; } burst;   /* threads <= 2 */
+
+static void burst_fn(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    burst *b = ctx;
+    (void)tid;
+    for (int64_t i = begin; i < end; i++) {
+#if defined(__x86_64__)
+        b->sink[i & 1] += b->kind == PK_BF16 ? peak_bf16(b->iters) : b->kind == PK_AVX512 ? peak_avx512(b->iters) : peak_avx2(b->iters);
+#endif
+    }
+}
+
 static double flops_per_iter(int kind) { return kind == PK_BF16 ? 16.0 * 64 : kind == PK_AVX512 ? 16.0 * 16 * 2 : 12.0 * 8 * 2; }
 
 /* GFLOP/s of `threads` copies of the peak loop running at once, by the wall clock, and per core
@@ -146,7 +169,9 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-typedef struct point { double median, best, core; } point;
+typedef struct point { double median, best, core, pair; } point;
+
+static double peak[PK_N][3], core_peak[PK_N];   /* [kind][threads], [kind] GFLOP/s; 0: not run here */
 
 /* What one row runs: a plain variant, a packed object, or a oneDNN matmul (made per thread
  * count: oneDNN fixes its team at creation). */
@@ -175,20 +200,28 @@ static void run_once(const runner *r, pvc_pool *pool, const shape *s, const floa
  * (process CPU time: what the threads achieve while they hold a core, whatever the
  * neighbours do; OpenMP threads spinning at a barrier count as busy). */
 static point bench_point(const runner *r, pvc_pool *pool, const shape *s, const float *A, const float *B, float *C,
-                         int runs)
+                         int runs, int kind)
 {
-    double ms[64], cpu[64];
+    double ms[64], cpu[64], pair[64];
+    double flop = 2.0 * (double)s->M * (double)s->N * (double)s->K;
+    int threads = pvc_pool_threads(pool);
+    burst bu = { kind, (int64_t)(flop / threads / flops_per_iter(kind)) + 1, { 0.0f, 0.0f } };
     run_once(r, pool, s, A, B, C);   /* warm-up */
     for (int i = 0; i < runs; i++) {
+        double b0 = pvc_now_ms();
+        if (core_peak[kind] > 0) pvc_parallel_for(pool, threads, 1, burst_fn, &bu);   /* the CPU runs it */
+        double bms = pvc_now_ms() - b0;
         double t0 = pvc_now_ms(), c0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
         run_once(r, pool, s, A, B, C);
         ms[i] = pvc_now_ms() - t0;
         cpu[i] = cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        pair[i] = bms / ms[i];
     }
     qsort(ms, (size_t)runs, sizeof ms[0], cmp_double);
     qsort(cpu, (size_t)runs, sizeof cpu[0], cmp_double);
-    double flop = 2.0 * (double)s->M * (double)s->N * (double)s->K;
-    point p = { flop / (ms[runs / 2] * 1e6), flop / (ms[0] * 1e6), flop / (cpu[runs / 2] * 1e6) };
+    qsort(pair, (size_t)runs, sizeof pair[0], cmp_double);
+    if (bu.sink[0] + bu.sink[1] == 12345.0f) printf(" ");   /* keeps the bursts' results live */
+    point p = { flop / (ms[runs / 2] * 1e6), flop / (ms[0] * 1e6), flop / (cpu[runs / 2] * 1e6), pair[runs / 2] };
     return p;
 }
 
@@ -203,16 +236,14 @@ static float *rand_buf(size_t n)
     return p;
 }
 
-static double peak[PK_N][3], core_peak[PK_N];   /* [kind][threads], [kind] GFLOP/s */
-
 static void print_row(const char *name, int kind, const shape *s, int t, point p)
 {
     char dims[48];
     snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)s->M, (long long)s->N, (long long)s->K);
     double pk = peak[kind][t], cp = core_peak[kind];
-    printf("%-22s %s %-16s %3d %8.1f %5.1f%% %8.1f %5.1f%% %8.1f %5.1f%%\n", name, s->name, dims, t, p.median,
+    printf("%-22s %s %-16s %3d %8.1f %5.1f%% %8.1f %5.1f%% %8.1f %5.1f%% %5.1f%%\n", name, s->name, dims, t, p.median,
            pk > 0 ? 100 * p.median / pk : 0.0, p.best, pk > 0 ? 100 * p.best / pk : 0.0, p.core,
-           cp > 0 ? 100 * p.core / cp : 0.0);
+           cp > 0 ? 100 * p.core / cp : 0.0, 100 * p.pair);
     fflush(stdout);
 }
 
@@ -261,7 +292,8 @@ int main(int argc, char **argv)
     }
     printf("columns: median and best run by the wall clock, %% of the wall-clock peak at that thread\n"
            "count; per-core rate in CPU time, %% of the per-core peak (fp32 rows: FMA peak of their ISA,\n"
-           "bf16 rows: the vdpbf16ps peak; oneDNN fp32 rows: the best FMA peak)\n");
+           "bf16 rows: the vdpbf16ps peak; oneDNN fp32 rows: the best FMA peak); %%pair: median of\n"
+           "(time of the same flops in the peak loop, run on the same pool just before) / (run time)\n");
 
     size_t maxa = 0, maxb = 0, maxc = 0;
     for (int s = 0; s < nshapes; s++) {
@@ -273,8 +305,8 @@ int main(int argc, char **argv)
     pvc_pool *pool2 = NULL;
     if (!A || !B || !C || pvc_pool_create(2, &pool2) != PV_OK) { fprintf(stderr, "out of memory\n"); return 1; }
 
-    printf("\n%-22s %-14s %-16s %3s %8s %6s %8s %6s %8s %6s\n", "variant", "shape", "MxNxK", "thr",
-           "median", "%peak", "best", "%peak", "percore", "%core");
+    printf("\n%-22s %-14s %-16s %3s %8s %6s %8s %6s %8s %6s %6s\n", "variant", "shape", "MxNxK", "thr",
+           "median", "%peak", "best", "%peak", "percore", "%core", "%pair");
     for (int s = 0; s < nshapes; s++) {
         if (only_shape >= 0 && s != only_shape) continue;
         const shape *sh = &shapes[s];
@@ -283,9 +315,9 @@ int main(int argc, char **argv)
             if (v->isa > isa || (only && strcmp(only, v->name))) continue;
             /* The reference (SSE2 code) is priced against the machine's best FMA peak. */
             runner r = { .v = v, .ta = ta, .tb = tb };
+            int kind = isa_kind(v->isa == PVC_ISA_SCALAR ? isa : v->isa);
             for (int t = tlo; t <= thi; t++)
-                print_row(v->name, isa_kind(v->isa == PVC_ISA_SCALAR ? isa : v->isa), sh, t,
-                          bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs));
+                print_row(v->name, kind, sh, t, bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs, kind));
         }
         for (int vi = 0; g_packed && vi < pvk_gemm_packed_nvariants; vi++) {
             const pvk_gemm_packed_variant *v = &pvk_gemm_packed_variants[vi];
@@ -298,9 +330,9 @@ int main(int argc, char **argv)
             }
             char name[40];
             snprintf(name, sizeof name, "packed %s", v->name);
+            int kind = v->precision == PVC_PREC_BF16 ? PK_BF16 : isa_kind(v->isa);
             for (int t = tlo; t <= thi; t++)
-                print_row(name, v->precision == PVC_PREC_BF16 ? PK_BF16 : isa_kind(v->isa), sh, t,
-                          bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs));
+                print_row(name, kind, sh, t, bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs, kind));
             pvk_gemm_packed_free(r.pk);
         }
         for (int prec = 0; g_dnnl && prec < 2; prec++) {
@@ -317,8 +349,8 @@ int main(int argc, char **argv)
                 r.ws = pvc_malloc_aligned(ws + 64);
                 char name[40];
                 snprintf(name, sizeof name, "dnnl %.17s", pvk_dnnl_matmul_impl(r.dm));
-                print_row(name, prec == PVC_PREC_BF16 ? PK_BF16 : isa_kind(isa), sh, t,
-                          bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs));
+                int kind = prec == PVC_PREC_BF16 ? PK_BF16 : isa_kind(isa);
+                print_row(name, kind, sh, t, bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs, kind));
                 pvk_dnnl_matmul_free(r.dm);
                 pvc_free_aligned(r.ws);
             }

@@ -5,10 +5,15 @@
  * per batch item and group: col[mg*ks, slice] = W_g^T x X_g[:, slice] (GEMM reading W_g
  * transposed), then col2im adds col into Y; slices of input pixels keep col within
  * PVG_CONV_COL_CAP floats of workspace. The col2im geometry is that of the adjoint Conv: its
- * image is Y. */
+ * image is Y.
+ * kernel == stride, no padding, no dilation, group 1 (every output pixel gets exactly one
+ * product sum: BEVFusion's 2x2 stride-2 neck): kernels/ref/convt_fast, one GEMM per tile of
+ * input pixels written straight to the output with bias + activation (no memset, no col2im,
+ * no epilogue pass), for f32 and the f16/bf16 staging alike. */
 #include "graph/ops/conv_attrs.h"
 #include "graph/ops/lowp.h"
 #include "kernels/dnnl/conv_dnnl.h"
+#include "kernels/ref/convt_fast.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -19,9 +24,41 @@ typedef struct convt_params {
     pvk_conv_geom g;    /* g.in: Y spatial dims, g.out: X spatial dims */
     int64_t batch, cin, cout, group;
     int64_t slice;      /* X pixels per GEMM + col2im slice */
+    bool fast;          /* kernel == stride: the pvk_convt_fast path */
+    int nbuf;           /* fast: col buffers in the workspace (the threads planned for) */
+    pvk_convt_fast_desc fd;
 } convt_params;
 _Static_assert(offsetof(convt_params, dnnl) == 0, "dnnl first");
 _Static_assert(sizeof(convt_params) <= PVG_PARAMS_BYTES, "conv_transpose params");
+
+/* The fast path when every output pixel gets one product sum: group 1, and per axis kernel ==
+ * stride, no dilation (unless k is 1), no begin pad and the full output (pads or output_shape
+ * that crop only the output_padding leave it so). Sets the workspace. */
+static void convt_fast_plan(pvg_prep *p, convt_params *c, const pvg_conv_attrs *a, const int64_t *xdims,
+                            const int64_t *ydims)
+{
+    if (c->group != 1) return;
+    pvk_convt_fast_desc d = { .batch = c->batch, .cin = c->cin, .cout = c->cout,
+                              .in = { 1, 1, 1 }, .k = { 1, 1, 1 } };
+    for (int i = 0; i < a->nsp; i++) {
+        if (a->k[i] != a->stride[i] || (a->dil[i] != 1 && a->k[i] != 1) || a->pad_begin[i] != 0
+            || ydims[i] != xdims[i] * a->k[i])
+            return;   /* overlapping, gapped or cropped: the general path */
+        d.in[pvg_conv_axis(a->nsp, i)] = xdims[i];
+        d.k[pvg_conv_axis(a->nsp, i)] = a->k[i];
+    }
+    if (c->cout < 1 || c->cin < 1) return;   /* empty: the general path's loops do nothing */
+    int threads = p->threads > 0 ? p->threads : pvc_default_threads();
+    /* many threads or a huge cout * ks: smaller tiles, within the general path's col cap */
+    int64_t per_buf = PVG_CONV_COL_CAP / ((int64_t)threads * c->cout * d.k[0] * d.k[1] * d.k[2]);
+    d.tile = PVC_MIN(pvk_convt_fast_tile(&d, threads), per_buf);
+    if (d.tile < 1) return;
+    int64_t floats = pvk_convt_fast_ws_floats(&d, threads);
+    c->fast = true;
+    c->nbuf = threads;
+    c->fd = d;
+    p->workspace = (size_t)floats * sizeof(float) + pvg_lowp_bytes(p);
+}
 
 static pv_status convt_prepare(pvg_prep *p)
 {
@@ -96,6 +133,7 @@ static pv_status convt_prepare(pvg_prep *p)
     int64_t rows = cout / a.group * pvk_conv_ksize(&c->g), xsz = pvk_conv_outsize(&c->g);
     c->slice = pvg_conv_slice(rows, xsz);
     p->workspace = (size_t)(rows * c->slice) * sizeof(float) + pvg_lowp_bytes(p);
+    convt_fast_plan(p, c, &a, X->dims + 2, odims + 2);
     if (X->dtype == PV_F32 && W->data) {
         pvk_dnnl_conv_desc d = { .transposed = true, .nsp = nsp, .batch = c->batch, .cin = cin, .cout = cout,
                                  .group = a.group, .bias = pvg_has_in(p, 2), .act = p->node->act,
@@ -114,7 +152,7 @@ static pv_status convt_prepare(pvg_prep *p)
         size_t ws = 0;
         if ((s = pvk_dnnl_conv_create(&d, W->data, p->threads, pvk_dnnl_mode_get(), &c->dnnl, &ws, &m)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", m.text);
-        if (c->dnnl) { p->workspace = ws; p->consumed = 1u << 1; }   /* W reordered into the primitive's copy */
+        if (c->dnnl) { p->workspace = ws; p->consumed = 1u << 1; c->fast = false; }   /* W reordered into the primitive's copy */
     }
     return PV_OK;
 }
@@ -125,6 +163,10 @@ static pv_status convt_run_f32(const pvg_exec *x)
     const float *X = x->in[0].data, *W = x->in[1].data;
     const float *B = x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL;
     float *Y = x->out[0].data, *col = x->ws;
+    if (c->fast) {
+        pvk_convt_fast_f32(x->pool, &c->fd, X, W, B, &x->node->act, Y, col, c->nbuf);
+        return PV_OK;
+    }
     int64_t xsz = pvk_conv_outsize(&c->g), ysz = pvk_conv_insize(&c->g), ks = pvk_conv_ksize(&c->g);
     int64_t cg = c->cin / c->group, mg = c->cout / c->group, rows = mg * ks;
     memset(Y, 0, (size_t)(c->batch * c->cout * ysz) * sizeof(float));

@@ -1,0 +1,137 @@
+/* ConvTranspose with kernel == stride (see convt_fast.h). The threads take tiles of input
+ * pixels from the pool; each runs a one-thread GEMM col[cout*ks, tile] = W^T x X[:, tile] into
+ * its own col buffer and at once writes col to the output rows (depth-to-space) with bias and
+ * activation, while col is still in its L2. Measured on the BEV neck shape (256 -> 128, 90x90,
+ * 2x2, ReLU, bias), one thread, best of 10 on the shared 2-vCPU box at load 4-6: 19-32 ms
+ * against 35-58 ms for the general path (memset + GEMM + col2im + bias/act pass); the GEMM is
+ * ~2/3 of the time, the copy ~15%, packing W^T per tile ~7% (tiles of 64K..256K col floats
+ * measured within noise of each other). */
+#include "kernels/ref/convt_fast.h"
+
+/* col buffers of about TILE_FLOATS floats (L2-resident until the copy reads them back), tiles
+ * of at least TILE_MIN pixels unless the image is smaller, and about 4 tiles per thread (the
+ * pool hands them out dynamically: on a shared box one thread is often slower). */
+enum { TILE_FLOATS = 128 * 1024, TILE_MIN = 16 };
+
+int64_t pvk_convt_fast_tile(const pvk_convt_fast_desc *d, int threads)
+{
+    int64_t rows = d->cout * d->k[0] * d->k[1] * d->k[2], xsz = d->in[0] * d->in[1] * d->in[2];
+    int64_t t = PVC_MAX(1, threads);
+    int64_t tile = PVC_MAX(TILE_MIN, TILE_FLOATS / PVC_MAX(rows, 1) / TILE_MIN * TILE_MIN);
+    int64_t share = (d->batch * xsz + 4 * t - 1) / (4 * t);
+    tile = PVC_MIN(tile, PVC_MAX(4 * TILE_MIN, (share + TILE_MIN - 1) / TILE_MIN * TILE_MIN));
+    return PVC_MAX(1, PVC_MIN(tile, xsz));
+}
+
+int64_t pvk_convt_fast_ws_floats(const pvk_convt_fast_desc *d, int nbuf)
+{
+    return (int64_t)PVC_MAX(nbuf, 1) * d->cout * d->k[0] * d->k[1] * d->k[2] * d->tile;
+}
+
+/* The fused activation of one value, as pvk_act_apply computes it, written as selects so the
+ * row loops below vectorise (pvk_act_apply's ReLU branch mispredicts on about half of random
+ * values: it took half of this path's time). */
+static inline float act1(float v, pvg_act_kind kind, float alpha, float beta)
+{
+    switch (kind) {
+    case PVG_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case PVG_ACT_LEAKY_RELU: return v >= 0.0f ? v : v * alpha;
+    case PVG_ACT_CLIP: return v < alpha ? alpha : (v > beta ? beta : v);
+    case PVG_ACT_NONE: break;
+    }
+    return v;
+}
+
+/* dst[w * kw + e] = act(src[e * ld + w] + bias) for w < nw, e < kw: one output row segment from
+ * the kw col rows that interleave into it. kind is a constant where row_out calls it. */
+static inline void row_act(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw,
+                           float bias, pvg_act_kind kind, float alpha, float beta)
+{
+    if (kw == 1) {
+        for (int64_t w = 0; w < nw; w++) dst[w] = act1(src[w] + bias, kind, alpha, beta);
+    } else if (kw == 2) {
+        const float *s1 = src + ld;
+        int64_t w = 0;
+        for (; w + 4 <= nw; w += 4) {   /* four pairs per step: GCC's SLP makes them two vector stores */
+            float a0 = act1(src[w] + bias, kind, alpha, beta), a1 = act1(src[w + 1] + bias, kind, alpha, beta);
+            float a2 = act1(src[w + 2] + bias, kind, alpha, beta), a3 = act1(src[w + 3] + bias, kind, alpha, beta);
+            float b0 = act1(s1[w] + bias, kind, alpha, beta), b1 = act1(s1[w + 1] + bias, kind, alpha, beta);
+            float b2 = act1(s1[w + 2] + bias, kind, alpha, beta), b3 = act1(s1[w + 3] + bias, kind, alpha, beta);
+            float *o = dst + 2 * w;
+            o[0] = a0; o[1] = b0; o[2] = a1; o[3] = b1; o[4] = a2; o[5] = b2; o[6] = a3; o[7] = b3;
+        }
+        for (; w < nw; w++) {
+            dst[2 * w] = act1(src[w] + bias, kind, alpha, beta);
+            dst[2 * w + 1] = act1(s1[w] + bias, kind, alpha, beta);
+        }
+    } else {
+        for (int64_t e = 0; e < kw; e++)
+            for (int64_t w = 0; w < nw; w++) dst[w * kw + e] = act1(src[e * ld + w] + bias, kind, alpha, beta);
+    }
+}
+
+static void row_out(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw, float bias,
+                    const pvg_act *act)
+{
+    switch (act ? act->kind : PVG_ACT_NONE) {
+    case PVG_ACT_NONE: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_NONE, 0.0f, 0.0f); return;
+    case PVG_ACT_RELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_RELU, 0.0f, 0.0f); return;
+    case PVG_ACT_LEAKY_RELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_LEAKY_RELU, act->alpha, 0.0f); return;
+    case PVG_ACT_CLIP: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_CLIP, act->alpha, act->beta); return;
+    }
+}
+
+typedef struct fast_job {
+    const pvk_convt_fast_desc *d;
+    const float *x, *w, *bias;
+    const pvg_act *act;
+    float *y, *ws;
+    int64_t xsz, ysz, rows, tiles;   /* tiles per batch item */
+} fast_job;
+
+/* Writes col (rows x np: X pixels [p0, p0 + np) of batch item n) to its output positions. */
+static void depth_to_space(const fast_job *j, const float *col, int64_t n, int64_t p0, int64_t np)
+{
+    const pvk_convt_fast_desc *d = j->d;
+    int64_t H = d->in[1], W = d->in[2], kd = d->k[0], kh = d->k[1], kw = d->k[2];
+    int64_t OH = H * kh, OW = W * kw, ks = kd * kh * kw;
+    float *yn = j->y + n * d->cout * j->ysz;
+    for (int64_t p = p0; p < p0 + np;) {   /* segments within one X row */
+        int64_t zy = p / W, w0 = p % W, nw = PVC_MIN(W - w0, p0 + np - p);
+        float *ybase = yn + ((zy / H) * kd * OH + (zy % H) * kh) * OW + w0 * kw;
+        const float *src = col + (p - p0);
+        for (int64_t co = 0; co < d->cout; co++) {
+            float b0 = j->bias ? j->bias[co] : 0.0f;
+            for (int64_t a = 0; a < kd; a++)
+                for (int64_t b = 0; b < kh; b++)
+                    row_out(ybase + co * j->ysz + (a * OH + b) * OW, src + (co * ks + (a * kh + b) * kw) * np, np, kw,
+                            nw, b0, j->act);
+        }
+        p += nw;
+    }
+}
+
+static void fast_tiles(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const fast_job *j = ctx;
+    const pvk_convt_fast_desc *d = j->d;
+    float *col = j->ws + (int64_t)tid * j->rows * d->tile;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / j->tiles, p0 = t % j->tiles * d->tile, np = PVC_MIN(d->tile, j->xsz - p0);
+        pvk_gemm_f32(NULL, j->rows, np, d->cin, j->w, j->rows, true, j->x + n * d->cin * j->xsz + p0, j->xsz, false,
+                     col, np, 1.0f, 0.0f);
+        depth_to_space(j, col, n, p0, np);
+    }
+}
+
+void pvk_convt_fast_f32(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const float *w,
+                        const float *bias, const pvg_act *act, float *y, float *ws, int nbuf)
+{
+    fast_job j = { .d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y, .ws = ws,
+                   .xsz = d->in[0] * d->in[1] * d->in[2], .rows = d->cout * d->k[0] * d->k[1] * d->k[2] };
+    j.ysz = j.xsz * d->k[0] * d->k[1] * d->k[2];
+    j.tiles = (j.xsz + d->tile - 1) / d->tile;
+    /* one col buffer per thread: a pool larger than the buffers runs on this thread alone */
+    if (pvc_pool_threads(pool) > nbuf) pool = NULL;
+    pvc_parallel_for(pool, d->batch * j.tiles, 1, fast_tiles, &j);
+}

@@ -1,0 +1,34 @@
+/* ConvTranspose when every output pixel receives exactly one product sum: kernel == stride on
+ * every spatial axis, no padding, no dilation, group 1 (an upsampling, e.g. BEVFusion's neck:
+ * 2x2 stride 2). Then Y[n, co, z*kd + a, y*kh + b, x*kw + e] = act(bias[co] +
+ * sum_ci X[n, ci, z, y, x] * W[ci, co, a, b, e]): one GEMM col = W^T x X per tile of input
+ * pixels whose rows go straight to their output positions, so Y is written once (no memset,
+ * no scatter-add, no separate bias / activation pass as in the general col2im path).
+ * Prefix pvk_convt_fast_. 1-D and 2-D problems are 3-D ones with leading dims of 1. */
+#ifndef PVK_REF_CONVT_FAST_H
+#define PVK_REF_CONVT_FAST_H
+
+#include "kernels/kernels.h"
+
+typedef struct pvk_convt_fast_desc {
+    int64_t batch, cin, cout;
+    int64_t in[3];      /* X spatial dims; Y's are in[i] * k[i] */
+    int64_t k[3];       /* kernel dims == strides, >= 1 */
+    int64_t tile;       /* X pixels per GEMM (>= 1): pvk_convt_fast_tile's choice */
+} pvk_convt_fast_desc;
+
+/* A tile for `threads` threads (>= 1): the col buffer of cout * ks rows stays L2-sized, and a
+ * batch is cut into several tiles per thread. d->tile is ignored. */
+int64_t pvk_convt_fast_tile(const pvk_convt_fast_desc *d, int threads);
+
+/* Workspace floats for nbuf col buffers (one per thread that may run). */
+int64_t pvk_convt_fast_ws_floats(const pvk_convt_fast_desc *d, int nbuf);
+
+/* y = the transposed convolution of x (batch x cin x in) by w (cin x cout x k, ONNX layout),
+ * plus bias (cout floats, may be NULL), then act (may be NULL). y: batch x cout x (in * k),
+ * fully overwritten (never read). ws: pvk_convt_fast_ws_floats(d, nbuf) floats, any contents.
+ * A pool with more than nbuf threads is not used (the work runs on the calling thread). */
+void pvk_convt_fast_f32(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const float *w,
+                        const float *bias, const pvg_act *act, float *y, float *ws, int nbuf);
+
+#endif
