@@ -112,7 +112,11 @@ bool pvk_dnnl_winograd_pick(const pvk_dnnl_conv_desc *d)
      * direct-equivalent work, Winograd vs direct blocked: 3x3 128->128 180^2 325 vs 192, 512->128
      * 347 vs 219, r34 64->64 108x192 241 vs 124, 256->256 27x48 500 vs 219; but 128->5 39 vs 58,
      * 64->2 21 vs 25 (few output channels: the transforms dominate). Error relative to max |y|:
-     * 0.4e-6 - 3e-6 on every shape (direct: 1e-6 - 1.7e-5 absolute), within the fp32 tolerance. */
+     * 0.4e-6 - 3e-6 on every shape (direct: 1e-6 - 1.7e-5 absolute), within the fp32 tolerance.
+     * Memory: oneDNN keeps F(4,3)-transformed weights, 36/9 = 4x the direct ones, and a larger
+     * scratchpad: cam_resnet34_fpn 239 ms / 567 MiB peak RSS; Winograd only at >= 2048 output
+     * pixels 294 ms / 345 MiB; none 416 ms / 207 MiB. Speed wins here; PERCEIVE_WINOGRAD=0 is
+     * the knob for memory-bound deployments. */
     return d->cin >= 32 && d->cout >= 32;
 }
 
