@@ -5,6 +5,7 @@
 #include "kernels/dnnl/matmul_dnnl.h"
 #include "kernels/dnnl/dnnl_engine.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef PV_HAVE_DNNL
@@ -45,6 +46,8 @@ bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precisi
 {
     (void)M; (void)N; (void)threads;
     if (!pvk_dnnl_engine()) return false;
+    const char *e = getenv("PERCEIVE_DNNL_MATMUL");   /* 0 never, 1 always, unset: the table */
+    if (e && *e) return strcmp(e, "0") != 0;
     pvc_isa isa = pvc_isa_selected();
     for (size_t i = 0; i < PVC_COUNTOF(rules); i++)
         if (rules[i].precision == precision && isa >= rules[i].min_isa && (!rules[i].max_k || K <= rules[i].max_k))
