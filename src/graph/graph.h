@@ -208,11 +208,11 @@ pv_status pvg_stub_prepare(pvg_prep *p);
 typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused; } pvg_pass_stats;
 pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st);
 /* MatMul -> scale -> [Add mask] -> Softmax -> MatMul chains into perceive::Attention
- * (passes/attention.c); registers that operator on first use. */
+ * (passes/attention.c). The operator is built in (op_common.c). */
 pv_status pvg_fuse_attention(pvg_graph *g, int *count);
 extern const pvg_op pvg_op_Attention;   /* custom domain "perceive" (ops/attention.c) */
-/* Exact (erf) and tanh GELU chains into perceive::Gelu (passes/gelu.c); registers that
- * operator on first use. */
+/* Exact (erf) and tanh GELU chains into perceive::Gelu (passes/gelu.c). The operator is built in
+ * (op_common.c). */
 pv_status pvg_fuse_gelu(pvg_graph *g, int *count);
 extern const pvg_op pvg_op_Gelu;        /* custom domain "perceive" (ops/gelu.c) */
 /* Add/Sub/Mul/Div -> Relu/LeakyRelu/Clip into the arithmetic node's fused activation, whatever

@@ -13,39 +13,17 @@
  * axis (-1, or rank - 1 when the declared rank says so). Shapes are not known here: the
  * operator's prepare checks them per plan and fails with a message naming them. */
 #include "graph/graph.h"
+#include "graph/passes/uses.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 enum { MAX_PEEL = 16 };     /* scale / transpose nodes absorbed per side */
 
-static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
-static pv_status reg_status;
-static void register_op(void) { reg_status = pvg_op_register(&pvg_op_Attention); }
-
-/* Per value: number of consuming node inputs (graph outputs count 1000000) and one consumer. */
-typedef struct uses { int *n, *by; } uses;
-
-static pv_status uses_build(pvg_graph *g, uses *u)
-{
-    u->n = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->n);
-    u->by = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->by);
-    if (!u->n || !u->by) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory fusing attention");
-    for (int i = 0; i < g->nnodes; i++) {
-        if (g->nodes[i].dead) continue;
-        for (int k = 0; k < g->nodes[i].nin; k++) {
-            int v = g->nodes[i].in[k];
-            if (v >= 0) { u->n[v]++; u->by[v] = i; }
-        }
-    }
-    for (int i = 0; i < g->noutputs; i++) u->n[g->outputs[i]] += 1000000;
-    return PV_OK;
-}
 
 /* v is read by node `by` alone (once) and is not a graph output. */
-static bool only_use(const uses *u, int v, int by) { return v >= 0 && u->n[v] == 1 && u->by[v] == by; }
+static bool only_use(const pvg_uses *u, int v, int by) { return v >= 0 && u->n[v] == 1 && u->by[v] == by; }
 
 static bool is_op(const pvg_node *n, const char *op, int nin, int max_attrs)
 {
@@ -104,7 +82,7 @@ typedef struct chain { int node[4 * MAX_PEEL + 8]; int n; } chain;
 /* From value x (read only by node *by) back through single-consumer scale nodes and, when
  * swapped != NULL, one last-two-axes Transpose. Returns the value the chain starts from; *by
  * becomes the node reading it. */
-static int peel(const pvg_graph *g, const uses *u, int x, int *by, float *scale, bool *swapped, chain *c)
+static int peel(const pvg_graph *g, const pvg_uses *u, int x, int *by, float *scale, bool *swapped, chain *c)
 {
     for (int steps = 0; steps < MAX_PEEL; steps++) {
         int p = x >= 0 ? g->values[x].producer : -1;
@@ -128,7 +106,7 @@ static int peel(const pvg_graph *g, const uses *u, int x, int *by, float *scale,
 
 /* From value x (read only by node `by`) back through scale nodes to the MatMul making the
  * scores; -1 when there is none. */
-static int scores_matmul(const pvg_graph *g, const uses *u, int x, int by, float *scale, chain *c)
+static int scores_matmul(const pvg_graph *g, const pvg_uses *u, int x, int by, float *scale, chain *c)
 {
     x = peel(g, u, x, &by, scale, NULL, c);
     int p = x >= 0 ? g->values[x].producer : -1;
@@ -152,7 +130,7 @@ static bool softmax_last_axis(const pvg_graph *g, const pvg_node *sm)
 typedef struct match { int q, k, v, mask, y; bool kt; float scale; chain c; } match;
 
 /* Matches the chain ending in Softmax node s; fills m. */
-static bool match_at(const pvg_graph *g, const uses *u, int s, match *m)
+static bool match_at(const pvg_graph *g, const pvg_uses *u, int s, match *m)
 {
     const pvg_node *sm = &g->nodes[s];
     if (!is_op(sm, "Softmax", 1, 1) || sm->in[0] < 0 || !softmax_last_axis(g, sm)) return false;
@@ -239,17 +217,14 @@ static pv_status rewrite(pvg_graph *g, const match *m, int s)
 
 pv_status pvg_fuse_attention(pvg_graph *g, int *count)
 {
-    pthread_once(&reg_once, register_op);
-    if (reg_status != PV_OK) return pvc_fail(&g->msg, reg_status, "cannot register perceive::Attention");
-    uses u = { NULL, NULL };
-    pv_status s = uses_build(g, &u);
+    pvg_uses u = { NULL, NULL };
+    pv_status s = pvg_uses_build(g, &u, "fusing attention");
     int nn = g->nnodes;             /* nodes added below are Attention, never a match */
     for (int i = 0; i < nn && s == PV_OK; i++) {
         match m;
         if (g->nodes[i].dead || !match_at(g, &u, i, &m)) continue;
         if ((s = rewrite(g, &m, i)) == PV_OK) (*count)++;
     }
-    pvc_free(u.n);
-    pvc_free(u.by);
+    pvg_uses_free(&u);
     return s;
 }

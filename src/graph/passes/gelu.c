@@ -13,36 +13,14 @@
  * when x's declared rank is >= 1, so the output shape is x's) within 1e-6 relative of the
  * expected value, and the nodes have no attributes and no fused activation. */
 #include "graph/graph.h"
+#include "graph/passes/uses.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
-static pv_status reg_status;
-static void register_op(void) { reg_status = pvg_op_register(&pvg_op_Gelu); }
 
-/* Per value: consuming node inputs (graph outputs count 1000000) and the last consumer. */
-typedef struct uses { int *n, *by; } uses;
-
-static pv_status uses_build(pvg_graph *g, uses *u)
-{
-    u->n = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->n);
-    u->by = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->by);
-    if (!u->n || !u->by) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory fusing GELU");
-    for (int i = 0; i < g->nnodes; i++) {
-        if (g->nodes[i].dead) continue;
-        for (int k = 0; k < g->nodes[i].nin; k++) {
-            int v = g->nodes[i].in[k];
-            if (v >= 0) { u->n[v]++; u->by[v] = i; }
-        }
-    }
-    for (int i = 0; i < g->noutputs; i++) u->n[g->outputs[i]] += 1000000;
-    return PV_OK;
-}
-
-typedef struct ctx { pvg_graph *g; uses u; } ctx;
+typedef struct ctx { pvg_graph *g; pvg_uses u; } ctx;
 
 /* Node reading value v when v has exactly one consumer (and is not a graph output), else -1. */
 static int sole_user(const ctx *c, int v) { return v >= 0 && c->u.n[v] == 1 ? c->u.by[v] : -1; }
@@ -234,10 +212,8 @@ static pv_status rewrite(pvg_graph *g, const match *m, int at)
 
 pv_status pvg_fuse_gelu(pvg_graph *g, int *count)
 {
-    pthread_once(&reg_once, register_op);
-    if (reg_status != PV_OK) return pvc_fail(&g->msg, reg_status, "cannot register perceive::Gelu");
     ctx c = { g, { NULL, NULL } };
-    pv_status s = uses_build(g, &c.u);
+    pv_status s = pvg_uses_build(g, &c.u, "fusing GELU");
     int nn = g->nnodes;             /* nodes added below are Gelu, never a match */
     for (int i = 0; i < nn && s == PV_OK; i++) {
         match m;
@@ -245,7 +221,6 @@ pv_status pvg_fuse_gelu(pvg_graph *g, int *count)
         if (!match_erf(&c, i, &m) && !match_tanh(&c, i, &m)) continue;
         if ((s = rewrite(g, &m, i)) == PV_OK) (*count)++;
     }
-    pvc_free(c.u.n);
-    pvc_free(c.u.by);
+    pvg_uses_free(&c.u);
     return s;
 }

@@ -3,6 +3,7 @@
  * (passes/attention.c), activation fusion into ops that apply an epilogue (PVG_OP_FUSE_ACT).
  * Each keeps the graph's results unchanged up to float rounding. */
 #include "graph/graph.h"
+#include "graph/passes/uses.h"
 #include "graph/plan_impl.h"
 
 #include <math.h>
@@ -256,4 +257,27 @@ pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st)
     if ((s = pvg_fuse_gelu(g, &st->gelu_fused)) != PV_OK) return s;
     if ((s = pvg_fuse_eltwise_act(g, &st->eltwise_act_fused)) != PV_OK) return s;
     return fuse_act(g, &st->act_fused);
+}
+
+pv_status pvg_uses_build(pvg_graph *g, pvg_uses *u, const char *what)
+{
+    u->n = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->n);
+    u->by = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->by);
+    if (!u->n || !u->by) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory %s", what);
+    for (int i = 0; i < g->nnodes; i++) {
+        if (g->nodes[i].dead) continue;
+        for (int k = 0; k < g->nodes[i].nin; k++) {
+            int v = g->nodes[i].in[k];
+            if (v >= 0) { u->n[v]++; u->by[v] = i; }
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++) u->n[g->outputs[i]] += PVG_USES_OUTPUT;
+    return PV_OK;
+}
+
+void pvg_uses_free(pvg_uses *u)
+{
+    pvc_free(u->n);
+    pvc_free(u->by);
+    u->n = u->by = NULL;
 }

@@ -66,8 +66,9 @@ typedef struct pick_rule {
 
 static const pick_rule rules[] = {
     { RULE_TRANSPOSED, 0, PVK_DNNL_OFF,
-      "oneDNN 2.6's deconvolution (jit:avx512_core, gemm:jit) is 3-7x slower than GEMM + col2im: "
-      "2x2 s2 256->256 90x90 7 / 11 vs 35 / 75, 4x4 s2 128->64 14 / 22 vs 43 / 98" },
+      "oneDNN 2.6's fp32 deconvolution (jit:avx512_core, gemm:jit) is 3-10x slower than perceive's "
+      "paths: 2x2 s2 256->256 90x90 7 / 11 vs GEMM + col2im 35 / 75 and the k == stride path 109 "
+      "(2 threads), 4x4 s2 128->64 14 / 22 vs 43 / 98; bf16 descs are taken (pick: BLOCKED)" },
     { RULE_DEPTHWISE, 0, PVK_DNNL_BLOCKED,
       "dw 3x3 128ch 180x180: brdgmm_dw 5.8 / 11.4 vs perceive's direct loop 1.3 / 2.5" },
     { RULE_POINTWISE, 8, PVK_DNNL_OFF,
