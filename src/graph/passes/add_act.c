@@ -6,6 +6,7 @@
  * a fused activation, Clip's bounds are absent or f32 scalar constants, and the activation has
  * no attributes beyond LeakyRelu's alpha (Clip-6's attribute bounds are left alone). */
 #include "graph/graph.h"
+#include "graph/passes/uses.h"
 
 #include <math.h>
 #include <string.h>
@@ -60,13 +61,10 @@ static bool act_of(const pvg_graph *g, const pvg_node *a, pvg_act *act)
 
 pv_status pvg_fuse_eltwise_act(pvg_graph *g, int *count)
 {
-    int *cons = pvc_calloc((size_t)g->nvalues + 1, sizeof *cons);
-    if (!cons) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory fusing activations");
-    for (int i = 0; i < g->nnodes; i++) {
-        if (g->nodes[i].dead) continue;
-        for (int k = 0; k < g->nodes[i].nin; k++) if (g->nodes[i].in[k] >= 0) cons[g->nodes[i].in[k]]++;
-    }
-    for (int i = 0; i < g->noutputs; i++) cons[g->outputs[i]] += 1000000;
+    pvg_uses u;
+    pv_status s = pvg_uses_build(g, &u, "fusing activations");
+    if (s != PV_OK) return s;
+    const int *cons = u.n;
     for (int i = 0; i < g->nnodes; i++) {
         pvg_node *a = &g->nodes[i];
         pvg_act act;
@@ -83,6 +81,6 @@ pv_status pvg_fuse_eltwise_act(pvg_graph *g, int *count)
         a->dead = true;
         (*count)++;
     }
-    pvc_free(cons);
+    pvg_uses_free(&u);
     return PV_OK;
 }

@@ -10,20 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* consumers[v] = number of live node inputs reading v; graph outputs count as a reader. */
-static pv_status count_consumers(pvg_graph *g, int **out)
-{
-    int *c = pvc_calloc((size_t)g->nvalues + 1, sizeof *c);
-    if (!c) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory in graph passes");   /* open reports g->msg */
-    for (int i = 0; i < g->nnodes; i++) {
-        if (g->nodes[i].dead) continue;
-        for (int k = 0; k < g->nodes[i].nin; k++) if (g->nodes[i].in[k] >= 0) c[g->nodes[i].in[k]]++;
-    }
-    for (int i = 0; i < g->noutputs; i++) c[g->outputs[i]] += 1000000;
-    *out = c;
-    return PV_OK;
-}
-
 /* Evaluates every node whose inputs are all initializers; outputs become initializers. */
 static pv_status fold_constants(pvg_graph *g, int *folded)
 {
@@ -143,9 +129,10 @@ static pv_status ensure_bias(pvg_graph *g, pvg_node *n, int64_t m)
  * no other node reads them. */
 static pv_status fold_bn(pvg_graph *g, int *count)
 {
-    int *cons = NULL;
-    pv_status s = count_consumers(g, &cons);
+    pvg_uses u;
+    pv_status s = pvg_uses_build(g, &u, "in graph passes");
     if (s != PV_OK) return s;
+    const int *cons = u.n;
     for (int i = 0; i < g->nnodes; i++) {
         pvg_node *bn = &g->nodes[i];
         if (bn->dead || strcmp(bn->op_type, "BatchNormalization") || *bn->domain || bn->nin != 5) continue;
@@ -197,16 +184,17 @@ static pv_status fold_bn(pvg_graph *g, int *count)
         bn->dead = true;
         (*count)++;
     }
-    pvc_free(cons);
+    pvg_uses_free(&u);
     return s;
 }
 
 /* Producer (FUSE_ACT) -> Relu / LeakyRelu / Clip(const bounds) on f32: the producer applies it. */
 static pv_status fuse_act(pvg_graph *g, int *count)
 {
-    int *cons = NULL;
-    pv_status s = count_consumers(g, &cons);
+    pvg_uses u;
+    pv_status s = pvg_uses_build(g, &u, "in graph passes");
     if (s != PV_OK) return s;
+    const int *cons = u.n;
     for (int i = 0; i < g->nnodes; i++) {
         pvg_node *a = &g->nodes[i];
         if (a->dead || *a->domain || a->nin < 1 || a->nout != 1 || a->out[0] < 0) continue;
@@ -239,7 +227,7 @@ static pv_status fuse_act(pvg_graph *g, int *count)
         a->dead = true;
         (*count)++;
     }
-    pvc_free(cons);
+    pvg_uses_free(&u);
     return s;
 }
 
@@ -263,7 +251,10 @@ pv_status pvg_uses_build(pvg_graph *g, pvg_uses *u, const char *what)
 {
     u->n = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->n);
     u->by = pvc_calloc((size_t)g->nvalues + 1, sizeof *u->by);
-    if (!u->n || !u->by) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory %s", what);
+    if (!u->n || !u->by) {
+        pvg_uses_free(u);
+        return pvc_fail(&g->msg, PV_ENOMEM, "out of memory %s", what);
+    }
     for (int i = 0; i < g->nnodes; i++) {
         if (g->nodes[i].dead) continue;
         for (int k = 0; k < g->nodes[i].nin; k++) {

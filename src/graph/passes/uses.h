@@ -10,7 +10,7 @@
 
 typedef struct pvg_uses { int *n, *by; } pvg_uses;
 
-/* what: the pass's name for the out-of-memory message. */
+/* what: the pass's name for the out-of-memory message. On failure nothing stays allocated. */
 pv_status pvg_uses_build(pvg_graph *g, pvg_uses *u, const char *what);
 void      pvg_uses_free(pvg_uses *u);
 
