@@ -182,11 +182,20 @@ pv_status pv_model_open(const char *name, const pv_model_options *opt, pv_model 
  * names and structure, seeded random weights) into dir, e.g. for reference tools. */
 pv_status pv_model_generate(const char *name, const char *dir);
 
-/* One input item: an encoded file ("pcd", "npy", "npz", "kitti", "nuscenes", "f16x5", or "auto"
- * to sniff) or raw little-endian float32 rows ("f32", ncols floats per point). Names: "points"
- * (the current cloud; required) and, for bevfusion's stateless densification, "sweep" items in
- * order (their time lag and pose come from the params sweep.<i>.time_lag_s and
- * sweep.<i>.T_current_from_sweep). data is borrowed for the call. */
+/* The bundles this build has: count, and the name / one-line description of bundle i (NULL out
+ * of range). */
+int         pv_model_count(void);
+const char *pv_model_name(int i);
+const char *pv_model_description(int i);
+
+/* One input item, data borrowed for the call. name NULL means the bundle's main input.
+ * bevfusion: an encoded cloud ("pcd", "npy", "npz", "kitti", "nuscenes", "f16x5", or "auto" to
+ * sniff) or raw little-endian float32 rows ("f32", ncols floats per point). Names: "points" (the
+ * current cloud; required) and, for stateless densification, "sweep" items in order (their time
+ * lag and pose come from the params sweep.<i>.time_lag_s and sweep.<i>.T_current_from_sweep).
+ * hamer: "image" ("jpeg", "png", "auto"; the hands come from the "box" params) or "crop" (one
+ * network crop, 256 rows x 192 columns x RGB uint8: raw bytes "rgb8", or "npy" uint8
+ * [256,192,3]); name NULL is "crop" for rgb8 / npy and "image" otherwise. */
 typedef struct pv_input {
     const char *name;
     const char *format;
@@ -197,8 +206,11 @@ typedef struct pv_input {
 } pv_input;
 
 /* Decodes one input item without running anything (callers reject bad files before paying for a
- * model load or a queue slot). PV_EINPUT / PV_EFORMAT / PV_EUNSUPPORTED with the message. */
+ * model load or a queue slot). PV_EINPUT / PV_EFORMAT / PV_EUNSUPPORTED with the message.
+ * pv_input_validate reads point clouds (bevfusion's inputs); pv_input_validate_for asks the
+ * named bundle, which knows its own input kinds. */
 pv_status pv_input_validate(const pv_input *in);
+pv_status pv_input_validate_for(const char *model, const pv_input *in);
 
 /* Runtime parameters as text key/value pairs (the same keys `--param k=v` and the server take;
  * see the README). Unknown keys and bad values are PV_EINPUT naming them. */
@@ -223,17 +235,60 @@ typedef struct pv_object3d {
     int32_t proposal;                 /* the network's proposal index */
 } pv_object3d;
 
-/* The result's objects (valid until pv_result_free); returns their count. */
+/* ---- results ----
+ * Every result has one envelope (JSON with "meta" and "timing_ms", stage times, a picture, a
+ * text summary) and a per-bundle payload read through typed accessors: each accessor returns
+ * the payload's item count, or 0 (and a NULL array) for a result of another bundle. Arrays are
+ * valid until pv_result_free. */
+
+/* The bundle that made r ("bevfusion", "hamer"), NULL for NULL. */
+const char *pv_result_model(const pv_result *r);
+
+/* bevfusion: the detected objects. */
 int         pv_result_objects3d(const pv_result *r, const pv_object3d **objs);
-/* The result as JSON: objects, meta, timing_ms. pv_result_json_stable leaves timing_ms out,
- * so the same input gives the same bytes. */
+
+/* hamer: one hand, in the hand's own frame (a left hand's outputs are mirrored back from the
+ * right-hand network: x of every point negated, rotations R -> M R M with M = diag(-1, 1, 1)).
+ * Points are metres in the MANO frame (no translation: add cam_t for the crop camera's frame,
+ * cam_t_full for the full image's). Matrices are row-major. */
+#define PV_HAND_VERTICES  778
+#define PV_HAND_FACES     1538
+#define PV_HAND_KEYPOINTS 21
+typedef struct pv_hand {
+    int   is_right;                        /* 1 right, 0 left (as given with the box) */
+    float box[4];                          /* x1, y1, x2, y2 as given (image pixels) */
+    float crop_center[2], crop_size;       /* the square window the crop samples (image pixels) */
+    float cam[3];                          /* weak-perspective camera (s, tx, ty) of the crop */
+    float cam_t[3];                        /* crop camera translation (f = 5000 on 256 pixels) */
+    float cam_t_full[3];                   /* full-image camera translation (f = focal_length_full) */
+    float focal_length_full;               /* 5000 / 256 * max(W, H) */
+    float betas[10];                       /* MANO shape */
+    float global_orient[9];                /* wrist rotation */
+    float hand_pose[15 * 9];               /* 15 finger joints, MANO order */
+    float vertices[PV_HAND_VERTICES * 3];
+    float keypoints_3d[PV_HAND_KEYPOINTS * 3];      /* OpenPose order */
+    float keypoints_2d[PV_HAND_KEYPOINTS * 2];      /* image pixels */
+    float keypoints_2d_crop[PV_HAND_KEYPOINTS * 2]; /* pixels of the 256x256 crop the network saw */
+} pv_hand;
+int         pv_result_hands(const pv_result *r, const pv_hand **hands);
+/* hamer: the mesh's triangles (PV_HAND_FACES x 3 vertex indexes; a left hand's winding is the
+ * mirror image: draw it reversed). Returns the face count. */
+int         pv_result_mesh_faces(const pv_result *r, const int32_t **faces);
+
+/* The result as JSON: the bundle's payload, meta, timing_ms. pv_result_json_stable leaves
+ * timing_ms out, so the same input gives the same bytes. */
 const char *pv_result_json(const pv_result *r);
 const char *pv_result_json_stable(const pv_result *r);
-/* Stage times of the run (ms). */
+/* A short human-readable summary (a line per object or hand), for consoles. */
+const char *pv_result_text(const pv_result *r);
+/* Stage times of the run (ms). Bundles map their stages onto these (hamer: crop = preprocess,
+ * skinning = postprocess); the JSON's timing_ms has the bundle's own names. */
 typedef struct pv_timing { double decode, preprocess, engine, postprocess, wait, total; } pv_timing;
 void        pv_result_timing(const pv_result *r, pv_timing *t);
-/* A bird's-eye-view PNG of the input points and the objects (pvc-allocated, free with
- * pv_free); title says when the weights are generated. */
+/* A picture of the result, drawn by its bundle (pvc-allocated PNG, free with pv_free); the
+ * title says when the weights are generated. bevfusion: a bird's-eye view of the points and
+ * boxes, width_px wide; hamer: the input image with the projected meshes and keypoints, at
+ * most width_px wide (0: the image's own width). */
 pv_status   pv_result_png(const pv_result *r, int width_px, void **png, size_t *len);
 void        pv_result_free(pv_result *r);    /* accepts NULL */
 void        pv_free(void *p);                /* memory perceive handed out */

@@ -13,7 +13,8 @@ void cli_precision_note(const char *info_json);
 int cli_read_file(const char *path, void **buf, size_t *len);
 /* "-" is stdout. Print the error. */
 int cli_write_text(const char *path, const char *text);
-/* The pv_input format a file name implies (.pcd, .pcd.bin nuScenes, .bin KITTI, .npy, .npz), else "auto". */
+/* The pv_input format a file name implies (.pcd, .pcd.bin nuScenes, .bin KITTI, .npy, .npz, .jpg/.jpeg,
+ * .png, .rgb raw RGB8), else "auto". */
 const char *cli_format_of(const char *path);
 int cli_write_bytes(const char *path, const void *buf, size_t len);
 

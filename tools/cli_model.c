@@ -3,8 +3,10 @@
  *   perceive models
  *   perceive info MODEL [--weights DIR] [--strict]
  *   perceive gen MODEL DIR
- *   perceive run MODEL FILE [--sweep FILE]... [--format F] [--json F] [--png F] [--param k=v]...
- *                [--weights DIR] [--strict] [--threads N] [--precision fp32|bf16] [--quiet] [--no-timing]
+ *   perceive run MODEL FILE [--sweep FILE]... [--box x1,y1,x2,y2[,is_right]]... [--left] [--format F]
+ *                [--json F] [--png F] [--param k=v]... [--weights DIR] [--strict] [--threads N]
+ *                [--precision fp32|bf16] [--quiet] [--no-timing]
+ * --box is the param box=...; --left marks the box before it as a left hand (",0").
  */
 #include "perceive.h"
 #include "cli.h"
@@ -18,6 +20,7 @@
 
 #define MAX_PARAMS 64
 #define MAX_SWEEPS 16
+#define MAX_BOXES  16
 
 typedef struct mopts {
     const char *model, *file, *format, *json, *png, *weights;
@@ -25,6 +28,8 @@ typedef struct mopts {
     int nsweeps;
     pv_param params[MAX_PARAMS];
     int nparams;
+    char box_text[MAX_BOXES][128];
+    int nboxes, last_box_param;
     int threads, strict, quiet, no_timing, precision;
 } mopts;
 
@@ -50,6 +55,19 @@ static int parse_mopts(int argc, char **argv, mopts *o)
         } else if (!strcmp(a, "--sweep") && v) {
             if (o->nsweeps >= MAX_SWEEPS) { fprintf(stderr, "perceive: more than %d --sweep files\n", MAX_SWEEPS); return -1; }
             o->sweeps[o->nsweeps++] = argv[++i];
+        } else if (!strcmp(a, "--box") && v) {
+            if (o->nboxes >= MAX_BOXES || o->nparams >= MAX_PARAMS) { fprintf(stderr, "perceive: more than %d --box\n", MAX_BOXES); return -1; }
+            snprintf(o->box_text[o->nboxes], sizeof o->box_text[0], "%s", argv[++i]);
+            o->last_box_param = o->nparams;
+            o->params[o->nparams++] = (pv_param){ "box", o->box_text[o->nboxes++] };
+        } else if (!strcmp(a, "--left")) {
+            if (!o->nboxes) { fprintf(stderr, "perceive: --left marks the --box before it, and there is none\n"); return -1; }
+            char *b = o->box_text[o->nboxes - 1];
+            int commas = 0;
+            for (const char *c = b; *c; c++) commas += *c == ',';
+            if (commas != 3) { fprintf(stderr, "perceive: --left after --box '%s': want x1,y1,x2,y2 before it\n", b); return -1; }
+            if (strlen(b) + 3 > sizeof o->box_text[0]) { fprintf(stderr, "perceive: --box '%s' is too long\n", b); return -1; }
+            strcat(b, ",0");
         } else if (!strcmp(a, "--param") && v) {
             char *kv = argv[++i], *eq = strchr(kv, '=');
             if (!eq || eq == kv) { fprintf(stderr, "perceive: --param '%s': want key=value\n", kv); return -1; }
@@ -86,7 +104,7 @@ static int open_model(const mopts *o, pv_model **m)
 
 int cli_models(void)
 {
-    printf("bevfusion  Autoware BEVFusion-L lidar detector (AutowareFoundation/bevfusion v2.0): point cloud -> DetectedObjects\n");
+    for (int i = 0; i < pv_model_count(); i++) printf("%-10s %s\n", pv_model_name(i), pv_model_description(i));
     return 0;
 }
 
@@ -110,12 +128,6 @@ int cli_info(int argc, char **argv)
     return 0;
 }
 
-static const char *label_name(unsigned l)
-{
-    static const char *const n[] = { "UNKNOWN", "CAR", "TRUCK", "BUS", "TRAILER", "MOTORCYCLE", "BICYCLE", "PEDESTRIAN" };
-    return l < 8 ? n[l] : "?";
-}
-
 int cli_run(int argc, char **argv)
 {
     mopts o;
@@ -130,35 +142,30 @@ int cli_run(int argc, char **argv)
         const char *path = i == 0 ? o.file : o.sweeps[i - 1];
         size_t len = 0;
         if (cli_read_file(path, &bufs[i], &len)) goto done;
-        in[n_in++] = (pv_input){ .name = i == 0 ? "points" : "sweep", .format = (i == 0 && o.format ? o.format : cli_format_of(path)),
+        in[n_in++] = (pv_input){ .name = i == 0 ? NULL : "sweep", .format = (i == 0 && o.format ? o.format : cli_format_of(path)),
                                  .data = bufs[i], .len = len };
         /* a bad file is refused before the model is loaded */
-        if (pv_input_validate(&in[n_in - 1]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", path, pv_last_error()); goto done; }
+        if (pv_input_validate_for(o.model, &in[n_in - 1]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", path, pv_last_error()); goto done; }
     }
     if (open_model(&o, &m)) goto done;
     if (pv_model_run(m, in, n_in, o.params, o.nparams, &r) != PV_OK) {
         fprintf(stderr, "perceive: %s: %s\n", o.file, pv_model_errmsg(m));
         goto done;
     }
-    const pv_object3d *obj;
-    int n = pv_result_objects3d(r, &obj);
     pv_timing t;
     pv_result_timing(r, &t);
     if (!o.quiet) {
-        printf("%s: %d objects (%.1f ms: pre %.1f, engine %.1f, post %.1f)\n", o.file, n, t.total, t.preprocess, t.engine, t.postprocess);
-        if (n) printf("  %-3s %-10s %6s %8s %8s %6s %6s %6s %6s %7s\n", "#", "label", "score", "x", "y", "z", "l", "w", "h", "yaw");
-        int shown = n < 40 ? n : 40;   /* the whole list is in --json */
-        for (int i = 0; i < shown; i++)
-            printf("  %-3d %-10s %6.3f %8.2f %8.2f %6.2f %6.2f %6.2f %6.2f %7.3f\n", i, label_name(obj[i].label),
-                   obj[i].existence_probability, obj[i].position[0], obj[i].position[1], obj[i].position[2], obj[i].dimensions[0],
-                   obj[i].dimensions[1], obj[i].dimensions[2], obj[i].yaw);
-        if (shown < n) printf("  ... %d more (all of them in --json)\n", n - shown);
+        /* the bundle's summary: a first line ("3 objects", "2 hands"), then a line per item */
+        const char *text = pv_result_text(r), *nl = strchr(text, '\n');
+        int first = nl ? (int)(nl - text) : (int)strlen(text);
+        printf("%s: %.*s (%.1f ms: pre %.1f, engine %.1f, post %.1f)\n%s", o.file, first, text, t.total, t.preprocess, t.engine,
+               t.postprocess, nl ? nl + 1 : "");
     }
     if (o.json && cli_write_text(o.json, o.no_timing ? pv_result_json_stable(r) : pv_result_json(r))) goto done;
     if (o.png) {
         void *png = NULL;
         size_t len = 0;
-        if (pv_result_png(r, 1024, &png, &len) != PV_OK) { fprintf(stderr, "perceive: --png: %s\n", pv_last_error()); goto done; }
+        if (pv_result_png(r, 0, &png, &len) != PV_OK) { fprintf(stderr, "perceive: --png: %s\n", pv_last_error()); goto done; }
         int w = cli_write_bytes(o.png, png, len);
         pv_free(png);
         if (w) goto done;

@@ -77,7 +77,9 @@ int cli_write_text(const char *path, const char *text) { return cli_write_bytes(
 const char *cli_format_of(const char *path)
 {
     static const struct { const char *ext, *fmt; } t[] = { { ".pcd.bin", "nuscenes" }, { ".pcd", "pcd" }, { ".bin", "kitti" },
-                                                          { ".npy", "npy" }, { ".npz", "npz" } };
+                                                          { ".npy", "npy" }, { ".npz", "npz" },
+                                                          { ".jpg", "jpeg" }, { ".jpeg", "jpeg" }, { ".png", "png" },
+                                                          { ".rgb", "rgb8" } };
     size_t n = strlen(path);
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         size_t e = strlen(t[i].ext);

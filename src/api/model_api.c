@@ -1,7 +1,6 @@
 /* The public pv_model_* API: the bundle registry (one table), input decoding, text
  * parameters, results. The CLI and the server call only this. */
 #include "api/model_api.h"
-#include "io/bev_png.h"
 #include "io/io.h"
 #include "io/points.h"
 
@@ -67,7 +66,7 @@ static void leave(pv_model *m)
     pthread_mutex_unlock(&m->mu);
 }
 
-static const pv_bundle *const bundles[] = { &pv_bundle_bevfusion };
+static const pv_bundle *const bundles[] = { &pv_bundle_bevfusion, &pv_bundle_hamer };
 
 const pv_bundle *pv_bundle_find(const char *name)
 {
@@ -77,6 +76,9 @@ const pv_bundle *pv_bundle_find(const char *name)
 }
 
 int pv_bundle_count(void) { return (int)(sizeof bundles / sizeof bundles[0]); }
+int pv_model_count(void) { return pv_bundle_count(); }
+const char *pv_model_name(int i) { return i >= 0 && i < pv_bundle_count() ? bundles[i]->name : NULL; }
+const char *pv_model_description(int i) { return i >= 0 && i < pv_bundle_count() ? bundles[i]->description : NULL; }
 const pv_bundle *pv_bundle_at(int i) { return i >= 0 && i < pv_bundle_count() ? bundles[i] : NULL; }
 
 pv_status pv_model_open(const char *name, const pv_model_options *opt, pv_model **out)
@@ -171,15 +173,30 @@ pv_status pv_model_run(pv_model *m, const pv_input *in, int n_in, const pv_param
 
 void pv_free(void *p) { pvc_free(p); }
 
-/* ---- results (one layout for every bundle) ------------------------------------------------ */
+/* ---- results (one envelope for every bundle) ----------------------------------------------- */
+const char *pv_result_model(const pv_result *r) { return r && r->ops ? r->ops->model : NULL; }
+
 int pv_result_objects3d(const pv_result *r, const pv_object3d **objs)
 {
-    if (!r) { if (objs) *objs = NULL; return 0; }
-    if (objs) *objs = r->objs;
-    return r->nobjs;
+    if (objs) *objs = r ? r->objs : NULL;
+    return r && r->objs ? r->nobjs : 0;
 }
+
+int pv_result_hands(const pv_result *r, const pv_hand **hands)
+{
+    if (hands) *hands = r ? r->hands : NULL;
+    return r && r->hands ? r->nhands : 0;
+}
+
+int pv_result_mesh_faces(const pv_result *r, const int32_t **faces)
+{
+    if (faces) *faces = r ? r->faces : NULL;
+    return r && r->faces ? r->nfaces : 0;
+}
+
 const char *pv_result_json(const pv_result *r) { return r ? r->json : NULL; }
 const char *pv_result_json_stable(const pv_result *r) { return r ? r->json_stable : NULL; }
+const char *pv_result_text(const pv_result *r) { return r && r->text ? r->text : ""; }
 void pv_result_timing(const pv_result *r, pv_timing *t) { if (r && t) *t = r->timing; }
 
 pv_status pv_result_png(const pv_result *r, int width_px, void **png, size_t *len)
@@ -188,36 +205,20 @@ pv_status pv_result_png(const pv_result *r, int width_px, void **png, size_t *le
     *png = NULL;
     *len = 0;
     if (!r) return pvc_fail(NULL, PV_EINPUT, "pv_result_png: result is NULL");
-    static const char *const names[] = { "UNKNOWN", "CAR", "TRUCK", "BUS", "TRAILER", "MOTORCYCLE", "BICYCLE", "PEDESTRIAN" };
-    pvio_bev_box *boxes = pvc_calloc((size_t)r->nobjs + 1, sizeof *boxes);
-    if (!boxes) return pvc_fail(NULL, PV_ENOMEM, "out of memory drawing the result");
-    int nb = 0;
-    for (int i = 0; i < r->nobjs; i++) {
-        const pv_object3d *o = &r->objs[i];
-        pvio_bev_box b = { o->position[0], o->position[1], o->dimensions[0], o->dimensions[1], o->yaw,
-                           o->existence_probability, o->label < 8 ? names[o->label] : "?", o->label };
-        /* boxes the picture cannot hold (non-finite or absurd sizes from a random model) are left out */
-        if (!isfinite(b.x) || !isfinite(b.y) || !isfinite(b.yaw) || !(b.length > 0) || !(b.width > 0) ||
-            b.length > PVIO_BEV_MAX_BOX_M || b.width > PVIO_BEV_MAX_BOX_M || fabsf(b.x) > PVIO_BEV_MAX_RANGE_M ||
-            fabsf(b.y) > PVIO_BEV_MAX_RANGE_M)
-            continue;
-        boxes[nb++] = b;
-    }
-    pvio_bev_view v = { r->view[0], r->view[1], r->view[2], r->view[3], width_px, r->title, 0.0f, 0.0f };
+    if (width_px < 0 || width_px > 16384) return pvc_fail(NULL, PV_EINPUT, "pv_result_png: width %d is out of range [0, 16384]", width_px);
+    if (!r->ops || !r->ops->png) return pvc_fail(NULL, PV_EUNSUPPORTED, "pv_result_png: this result has no picture");
     pvc_msg msg = { { 0 } };
-    pv_status s = pvio_bev_png_encode(&v, r->xyz, r->npts, 3, boxes, nb, png, len, &msg);
-    pvc_free(boxes);
-    if (s != PV_OK) return pvc_fail(NULL, s, "%s", msg.text);
-    return PV_OK;
+    pv_status s = r->ops->png(r, width_px, png, len, &msg);
+    return s == PV_OK ? PV_OK : pvc_fail(NULL, s, "%s", msg.text);
 }
 
 void pv_result_free(pv_result *r)
 {
     if (!r) return;
+    if (r->ops && r->ops->free_payload) r->ops->free_payload(r->payload);
     pvc_free(r->json);
     pvc_free(r->json_stable);
-    pvc_free(r->objs);
-    pvc_free(r->xyz);
+    pvc_free(r->text);
     pvc_free(r);
 }
 
@@ -264,6 +265,16 @@ pv_status pv_input_decode(const pv_input *in, pvio_cloud *out, pvc_msg *msg)
         return pvc_fail(msg, s, "input '%.64s': %.440s", name, m2);
     }
     return PV_OK;
+}
+
+pv_status pv_input_validate_for(const char *model, const pv_input *in)
+{
+    const pv_bundle *b = model ? pv_bundle_find(model) : NULL;
+    if (!b) return pvc_fail(NULL, PV_EINPUT, "model '%s' is not known", model ? model : "(null)");
+    if (!in) return pvc_fail(NULL, PV_EINPUT, "pv_input_validate_for: input is NULL");
+    pvc_msg msg = { { 0 } };
+    pv_status s = b->validate(in, &msg);
+    return s == PV_OK ? PV_OK : pvc_fail(NULL, s, "%s", msg.text);
 }
 
 pv_status pv_input_validate(const pv_input *in)

@@ -14,24 +14,34 @@ typedef struct pv_bundle {
     char     *(*info_json)(void *impl);     /* pvc_malloc'ed */
     void      (*close)(void *impl);
     pv_status (*generate)(const char *dir, pvc_msg *msg);
+    /* Decodes one input item as run would, without running (pv_input_validate_for). */
+    pv_status (*validate)(const pv_input *in, pvc_msg *msg);
 } pv_bundle;
 
 extern const pv_bundle pv_bundle_bevfusion;
+extern const pv_bundle pv_bundle_hamer;
 
 const pv_bundle *pv_bundle_find(const char *name);
 int              pv_bundle_count(void);
 const pv_bundle *pv_bundle_at(int i);
 
-/* What every result carries; bundles fill it. */
+/* What a bundle's result payload does: its picture and its release. */
+typedef struct pv_result_ops {
+    const char *model;
+    pv_status (*png)(const pv_result *r, int width_px, void **png, size_t *len, pvc_msg *msg);
+    void      (*free_payload)(void *payload);
+} pv_result_ops;
+
+/* The envelope every result carries (bundles fill it); the typed views point into the payload
+ * (NULL / 0 for the other bundles' kinds). */
 struct pv_result {
-    char        *json, *json_stable;
-    pv_object3d *objs;
-    int          nobjs;
-    pv_timing    timing;
-    float       *xyz;          /* the input points (current frame, densified), for pictures */
-    int64_t      npts;
-    float        view[4];      /* x_min, x_max, y_min, y_max (m) */
-    char         title[160];
+    const pv_result_ops *ops;
+    void              *payload;
+    char              *json, *json_stable, *text;
+    pv_timing          timing;
+    const pv_object3d *objs;   int nobjs;     /* bevfusion */
+    const pv_hand     *hands;  int nhands;    /* hamer */
+    const int32_t     *faces;  int nfaces;    /* hamer: the mesh's triangles */
 };
 
 /* Decodes one input item into a cloud (messages name the item). */

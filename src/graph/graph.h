@@ -75,6 +75,12 @@ typedef struct pvg_graph {
     bool       drop_consumed;           /* the caller makes one plan only: constants every reader
                                            copied into its own layout (pvg_prep.consumed) are
                                            freed once it is made, so weights are held once */
+    bool       share_packed;            /* plans of this graph share each constant GEMM weight's
+                                           packed copy (one per weight, precision, transpose,
+                                           alpha) instead of packing it per plan: for a bundle
+                                           that plans several batch sizes over one set of
+                                           weights (pvg_shared_* below) */
+    void      *packed_cache;            /* private to shared.c */
     void      *name_index;              /* value name -> index (hash), private to ir.c */
     pvc_msg    msg;
 } pvg_graph;
@@ -98,6 +104,22 @@ pv_status pvg_graph_toposort(pvg_graph *g, int *order, int *norder);
  * value that is neither computed nor given is PV_EFORMAT naming it. Values keep their
  * declared shapes; plan with explicit input descriptors. */
 pv_status pvg_graph_cut(pvg_graph *g, const int *ins, int nin, const int *outs, int nout);
+
+/* ---- weights shared between plans (src/graph/shared.c) ------------------------------------- */
+struct pvk_gemm_packed;
+/* The packed copy of constant value v made for (trans_b, alpha, precision), retained for the
+ * caller (release with pvk_gemm_packed_free), or NULL when none was made yet. */
+struct pvk_gemm_packed *pvg_shared_packed_find(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec);
+/* Records pk (retained by the cache) as value v's packed copy for (trans_b, alpha, prec). */
+pv_status pvg_shared_packed_add(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec,
+                                struct pvk_gemm_packed *pk);
+/* Releases the cache's references (pvg_graph_free calls it). */
+void      pvg_shared_free(pvg_graph *g);
+/* After the last plan of g is made: frees every constant that every live node reading it copied
+ * into its own layout (pvg_node.consumed of its latest prepare), so the weights are held once.
+ * Plans made afterwards must not need those bytes (a shared packed copy serves them). Returns
+ * the bytes freed. */
+size_t    pvg_graph_drop_consumed(pvg_graph *g);
 
 /* ---- operators ---------------------------------------------------------------------------- */
 #define PVG_PARAMS_BYTES 1024

@@ -57,6 +57,7 @@ static void attr_free(pvg_attr *a)
 void pvg_graph_free(pvg_graph *g)
 {
     if (!g) return;
+    pvg_shared_free(g);
     for (int i = 0; i < g->nvalues; i++) {
         pvc_free(g->values[i].name);
         pvc_free_aligned(g->values[i].data);

@@ -3,6 +3,7 @@
 #include "io/bev_png.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
@@ -183,6 +184,40 @@ static void draw_text(const canvas *c, int x, int y, const char *s, size_t n, in
                 if (rows[gy * PVIO_BEV_GLYPH_W + gx] == '#')
                     fill(c, x + gx * ts, y + gy * ts, x + (gx + 1) * ts, y + (gy + 1) * ts, rgb);
     }
+}
+
+/* ---- exported text ------------------------------------------------------------------------- */
+/* Beyond this a glyph's cell would not fit any canvas this module allows; it also keeps every
+ * coordinate sum below away from int overflow. */
+#define TEXT_MAX_SCALE 256
+
+int pvio_text_width(const char *text, int scale)
+{
+    if (!text || scale < 1 || scale > TEXT_MAX_SCALE) return 0;
+    size_t n = strlen(text);
+    size_t cell = (size_t)(PVIO_BEV_GLYPH_W + 1) * (size_t)scale;
+    if (n == 0) return 0;
+    if (n > ((size_t)INT_MAX + (size_t)scale) / cell) return INT_MAX;
+    return (int)((long long)n * (long long)cell - scale);
+}
+
+void pvio_text_draw(uint8_t *rgb, int w, int h, int x, int y, const char *text, int scale,
+                    const uint8_t color[3])
+{
+    if (!rgb || !text || !color || w <= 0 || h <= 0 || scale < 1 || scale > TEXT_MAX_SCALE) return;
+    /* Wholly above, below or right of the canvas: nothing to draw (and no sum can overflow). */
+    if (y >= h || (long long)y + (long long)PVIO_BEV_GLYPH_H * scale <= 0 || x >= w) return;
+    const canvas c = { rgb, w, h, { 0, 0, w, h } };
+    /* Glyphs wholly left of the canvas are skipped by draw_text; start at the first that can
+     * show, so a very negative x costs nothing and x never nears INT_MIN arithmetic. */
+    size_t n = strlen(text), skip = 0;
+    long long cell = (long long)(PVIO_BEV_GLYPH_W + 1) * scale;
+    if (x < 0) {
+        long long k = (-(long long)x) / cell;
+        skip = (size_t)PVC_MIN((long long)n, k);
+    }
+    draw_text(&c, (int)((long long)x + (long long)skip * cell), y, text + skip, n - skip, scale,
+              color);
 }
 
 /* Liang-Barsky: clips the segment (x0,y0)-(x1,y1) to [lo_x, hi_x] x [lo_y, hi_y] in place;
@@ -513,9 +548,9 @@ pv_status pvio_bev_render(const pvio_bev_view *v, const pvio_bev_geom *g, const 
     for (int i = 0; i < nbox; i++) draw_box(&c, g, &boxes[i]);
 
     if (g->map_top) {
-        c.clip = (rect){ 0, 0, g->width, g->map_top };
+        /* The band is the canvas's first map_top rows: a canvas of its own for the text. */
         int ts = g->text_scale;
-        draw_text(&c, 4 * ts, 3 * ts, v->title, strlen(v->title), ts, title);
+        pvio_text_draw(rgb, g->width, g->map_top, 4 * ts, 3 * ts, v->title, ts, title);
     }
     return PV_OK;
 }

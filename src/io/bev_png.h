@@ -139,4 +139,21 @@ pv_status pvio_bev_render(const pvio_bev_view *v, const pvio_bev_geom *g, const 
                           int64_t npts, int32_t stride, const pvio_bev_box *boxes, int nbox,
                           uint8_t *rgb, pvc_msg *msg);
 
+/* ---- perceive's 5x7 font, for other pictures (hamer's title band) -------------------------------
+ * The same glyphs as above: A-Z, 0-9 and " .-_:()%/"; lower case is drawn upper case, any other
+ * byte as a small hollow box. Each glyph is a PVIO_BEV_GLYPH_W x PVIO_BEV_GLYPH_H cell scaled by
+ * scale (1..256), one blank column (scale pixels) between glyphs. */
+
+/* Width in pixels of text at scale (the last glyph's blank column not counted); 0 for NULL,
+ * "" or a scale outside 1..256; INT_MAX when it would not fit an int. */
+int  pvio_text_width(const char *text, int scale);
+
+/* Draws text (NUL-terminated) into a caller-owned RGB canvas of w x h pixels (3 * w * h bytes,
+ * rows top to bottom) with the top-left corner of the first glyph at (x, y), lit pixels set to
+ * color, unlit ones untouched. Anything outside the canvas is clipped (x, y may be negative or
+ * beyond it). Draws nothing for a NULL argument, w or h <= 0, or a scale outside 1..256. No
+ * allocation, no shared state. */
+void pvio_text_draw(uint8_t *rgb, int w, int h, int x, int y, const char *text, int scale,
+                    const uint8_t color[3]);
+
 #endif

@@ -73,6 +73,10 @@ pv_status pvk_gemm_packed_create(int64_t K, int64_t N, const float *B, int64_t l
  * M x N block is written. Several runs of one object may go on at once (it is read-only). */
 void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
                          float *C, int64_t ldc, float beta, const float *bias, const pvg_act *act);
+/* Objects are reference counted: create gives one reference, retain adds one (returns g), free
+ * drops one and releases the packed weights with the last (plans of one graph that share a
+ * layer's weights each hold a reference). */
+pvk_gemm_packed *pvk_gemm_packed_retain(pvk_gemm_packed *g);
 void pvk_gemm_packed_free(pvk_gemm_packed *g);                 /* accepts NULL */
 const char *pvk_gemm_packed_name(const pvk_gemm_packed *g);    /* the variant's name */
 pvc_precision pvk_gemm_packed_precision(const pvk_gemm_packed *g);

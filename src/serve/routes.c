@@ -139,7 +139,7 @@ pv_status pvsv_base64_decode(const char *s, size_t n, unsigned char **out, size_
 
 /* ---- /predict ----------------------------------------------------------------------------- */
 
-static const char *const raw_formats[] = { "pcd", "npy", "npz", "kitti", "nuscenes", "f16x5", "auto" };
+static const char *const raw_formats[] = { "pcd", "npy", "npz", "kitti", "nuscenes", "f16x5", "jpeg", "png", "rgb8", "auto" };
 
 static bool format_known(const char *f, bool allow_f32)
 {
@@ -165,6 +165,7 @@ static const char *format_of_type(const char *mt)
         { "application/x-pcd", "pcd" }, { "application/pcd", "pcd" }, { "application/x-npy", "npy" },
         { "application/npy", "npy" }, { "application/x-npz", "npz" }, { "application/zip", "npz" },
         { "application/x-kitti", "kitti" }, { "application/x-nuscenes", "nuscenes" }, { "application/x-f16x5", "f16x5" },
+        { "image/jpeg", "jpeg" }, { "image/png", "png" },
         { "application/octet-stream", "" },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -215,6 +216,32 @@ static char *json_param_text(const cJSON *v, const char *key, pvsv_reply *r)
         num_text(v->valuedouble, num, sizeof num);
         return dup_or_reply(num, strlen(num), key, r);
     }
+    if (cJSON_IsArray(v) && v->child && cJSON_IsArray(v->child)) {
+        /* rows of numbers (hamer's boxes): "a,b,c;d,e,f" */
+        int n = cJSON_GetArraySize(v);
+        if (n > 64) { pvsv_reply_error(r, 400, "PV_EINPUT", "param '%.64s': %d rows (want at most 64)", key, n); return NULL; }
+        size_t cap = 1, o = 0;
+        char **rows = pvc_calloc((size_t)n, sizeof *rows);
+        if (!rows) { pvsv_reply_error(r, 500, "PV_ENOMEM", "out of memory reading param '%.64s'", key); return NULL; }
+        int i = 0;
+        bool ok = true;
+        for (const cJSON *e = v->child; e && ok; e = e->next, i++) {
+            if (!cJSON_IsArray(e) || (e->child && cJSON_IsArray(e->child))) {
+                pvsv_reply_error(r, 400, "PV_EINPUT", "param '%.64s'[%d]: want an array of numbers", key, i);
+                ok = false;
+            } else if ((rows[i] = json_param_text(e, key, r)) != NULL) cap += strlen(rows[i]) + 1;
+            else ok = false;
+        }
+        char *t = ok ? pvc_malloc(cap) : NULL;
+        if (ok && !t) pvsv_reply_error(r, 500, "PV_ENOMEM", "out of memory reading param '%.64s'", key);
+        if (t) {
+            t[0] = 0;
+            for (int k = 0; k < n; k++) o += (size_t)snprintf(t + o, cap - o, "%s%s", k ? ";" : "", rows[k]);
+        }
+        for (int k = 0; k < n; k++) pvc_free(rows[k]);
+        pvc_free(rows);
+        return t;
+    }
     if (cJSON_IsArray(v)) {
         int n = cJSON_GetArraySize(v);
         if (n < 1 || n > 64) { pvsv_reply_error(r, 400, "PV_EINPUT", "param '%.64s': array of %d numbers (want 1..64)", key, n); return NULL; }
@@ -234,7 +261,7 @@ static char *json_param_text(const cJSON *v, const char *key, pvsv_reply *r)
         }
         return t;
     }
-    pvsv_reply_error(r, 400, "PV_EINPUT", "param '%.64s': want a string, number, boolean or array of numbers", key);
+    pvsv_reply_error(r, 400, "PV_EINPUT", "param '%.64s': want a string, number, boolean, array of numbers or array of rows", key);
     return NULL;
 }
 
@@ -263,9 +290,9 @@ static bool json_input(pvsv_predict *p, const cJSON *o, const char *what, const 
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "array"), *nc = cJSON_GetObjectItemCaseSensitive(o, "ncols");
     if (f && !cJSON_IsString(f)) { pvsv_reply_error(r, 400, "PV_EINPUT", "%s.format: want a string", what); return false; }
     const char *fmt = f ? f->valuestring : dflt_fmt;
-    if (!fmt) { pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "%s.format is missing (pcd, npy, npz, kitti, nuscenes, f16x5, f32, auto)", what); return false; }
+    if (!fmt) { pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "%s.format is missing (pcd, npy, npz, kitti, nuscenes, f16x5, f32, jpeg, png, rgb8, auto)", what); return false; }
     if (!format_known(fmt, true)) {
-        pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "%s.format '%.64s' is not supported (pcd, npy, npz, kitti, nuscenes, f16x5, f32, auto)",
+        pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "%s.format '%.64s' is not supported (pcd, npy, npz, kitti, nuscenes, f16x5, f32, jpeg, png, rgb8, auto)",
                          what, fmt);
         return false;
     }
@@ -309,15 +336,21 @@ static bool parse_json(pvsv_predict *p, const char *dflt_fmt, const void *body, 
         pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON does not parse (near byte %zu of %zu)", off, len);
         return false;
     }
-    if (!cJSON_IsObject(root)) { pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: want an object {\"points\", \"sweeps\", \"params\"}"); goto done; }
-    for (const cJSON *c = root->child; c; c = c->next)
-        if (strcmp(c->string, "points") && strcmp(c->string, "sweeps") && strcmp(c->string, "params")) {
-            pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: key '%.64s' is not known (points, sweeps, params)", c->string);
-            goto done;
-        }
-    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(root, "points");
-    if (!pts) { pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: 'points' is missing"); goto done; }
-    if (!json_input(p, pts, "points", "points", dflt_fmt, NULL, r)) goto done;
+    if (!cJSON_IsObject(root)) { pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: want an object {\"points\" | \"image\" | ..., \"params\"}"); goto done; }
+    /* an object value is an input item named by its key (points, image, crop: the model says
+     * which it takes); "sweeps" and "params" are what they say; any other key is a param */
+    int ninputs = 0;
+    for (const cJSON *c = root->child; c; c = c->next) {
+        if (!strcmp(c->string, "sweeps") || !strcmp(c->string, "params")) continue;
+        if (cJSON_IsObject(c)) {
+            if (p->n_in >= PVSV_MAX_INPUTS - 1) { pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: more than %d inputs", PVSV_MAX_INPUTS - 1); goto done; }
+            char *name = own(p, dup_str(c->string, strlen(c->string)));
+            if (!name) { pvsv_reply_error(r, 500, "PV_ENOMEM", "out of memory reading the request"); goto done; }
+            if (!json_input(p, c, name, name, dflt_fmt, NULL, r)) goto done;
+            ninputs++;
+        } else if (!own_param(p, c->string, c, r)) goto done;
+    }
+    if (!ninputs) { pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: no input object (\"points\": {\"format\", \"data\"}, or \"image\" / \"crop\" for hamer)"); goto done; }
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sweeps");
     if (sw) {
         if (!cJSON_IsArray(sw)) { pvsv_reply_error(r, 400, "PV_EINPUT", "sweeps: want an array"); goto done; }
@@ -357,7 +390,7 @@ bool pvsv_predict_parse(pvsv_predict *p, const char *content_type, const pvsv_kv
         const char *k = query[i].key, *v = query[i].value ? query[i].value : "";
         if (!strcmp(k, "format")) {
             if (!format_known(v, false)) {
-                pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "format '%.64s' is not supported (pcd, npy, npz, kitti, nuscenes, f16x5, auto)", v);
+                pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "format '%.64s' is not supported (pcd, npy, npz, kitti, nuscenes, f16x5, jpeg, png, rgb8, auto)", v);
                 return false;
             }
             fmt = v;
@@ -373,9 +406,9 @@ bool pvsv_predict_parse(pvsv_predict *p, const char *content_type, const pvsv_kv
     if (!fmt) {
         const char *f = mt[0] ? format_of_type(mt) : NULL;
         if (!f) {
-            pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "Content-Type '%.64s' is not a point-cloud type (application/x-pcd, "
-                             "application/x-npy, application/x-npz, application/x-kitti, application/x-nuscenes, application/json, or "
-                             "application/octet-stream with ?format=)", content_type ? content_type : "(none)");
+            pvsv_reply_error(r, 415, "PV_EUNSUPPORTED", "Content-Type '%.64s' is not an input type (application/x-pcd, "
+                             "application/x-npy, application/x-npz, application/x-kitti, application/x-nuscenes, image/jpeg, image/png, "
+                             "application/json, or application/octet-stream with ?format=)", content_type ? content_type : "(none)");
             return false;
         }
         if (!*f) {
@@ -385,7 +418,7 @@ bool pvsv_predict_parse(pvsv_predict *p, const char *content_type, const pvsv_kv
         }
         fmt = f;
     }
-    p->in[p->n_in++] = (pv_input){ .name = "points", .format = fmt, .data = body, .len = len };
+    p->in[p->n_in++] = (pv_input){ .name = NULL, .format = fmt, .data = body, .len = len };   /* the model's main input */
     return true;
 }
 

@@ -15,14 +15,18 @@
  *     pv_model_close(m);
  *
  * Endpoints
- *   POST /predict  body = a point-cloud file (Content-Type application/x-pcd, application/x-npy,
- *                  application/x-npz, application/x-kitti, application/x-nuscenes,
- *                  application/x-f16x5, or application/octet-stream with ?format=), or
- *                  application/json {"points": {"format", "data" (base64), "array", "ncols"},
- *                  "sweeps": [{"format", "data", "time_lag_s", "T_current_from_sweep"}...],
- *                  "params": {key: string | number | bool | [numbers]}}.
+ *   POST /predict  body = the model's main input as a file: a point cloud (Content-Type
+ *                  application/x-pcd, application/x-npy, application/x-npz, application/x-kitti,
+ *                  application/x-nuscenes, application/x-f16x5) for bevfusion, an image
+ *                  (image/jpeg, image/png) for hamer, or application/octet-stream with ?format=;
+ *                  or application/json {"points" | "image" | "crop": {"format", "data" (base64),
+ *                  "array", "ncols"}, "sweeps": [{"format", "data", "time_lag_s",
+ *                  "T_current_from_sweep"}...], "params": {key: string | number | bool |
+ *                  [numbers] | [[numbers]...]}, other keys: params too (hamer's "box":
+ *                  [[x1, y1, x2, y2, is_right]...])}; an array of rows becomes "a,b;c,d".
  *                  ?format= overrides the type; ?timing=0 returns pv_result_json_stable; every
- *                  other query key is a runtime param (pv_param). 200: pv_result_json.
+ *                  other query key is a runtime param (pv_param; repeat box= for several hands).
+ *                  200: pv_result_json.
  *   GET /info      pv_model_info_json + "server" {threads, workers, queue, max_body_mb, uptime_s}
  *   GET /health    {"status":"ok"}
  *   GET /metrics   Prometheus text (requests by code, stage histograms, queue depth, inflight,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Regenerates the seed corpora tests/fuzz/corpus/<target>/ (valid files and edge cases, all
 # small; < 1 MB together). Run from anywhere: tests/fuzz/make_corpus.sh. Needs Debian's
-# /usr/bin/python3 with numpy (tools only). The point fixtures of tests/fixtures/points and the
+# /usr/bin/python3 with numpy and, for the JPEG seeds of the image corpus, Pillow (python3-pil;
+# tools only). The point fixtures of tests/fixtures/points and the
 # param texts shipped in src/models/bevfusion/params.c are copied in, so seeds follow them.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -298,6 +299,183 @@ req("bad_many_sweeps", "application/json", "", json.dumps({"points": {"format": 
     "sweeps": [{"format": "kitti", "data": ""}] * 20}))
 req("bad_many_params", "application/x-pcd", "&".join("p%d=%d" % (i, i) for i in range(64)), pcd_bin)
 req("empty", "", "", b"")
+
+# ---- safetensors (pvio_st_parse): hand-made files, the writer's layout (8-aligned header) -------
+import json as _json, zlib
+def st_file(tensors, meta=None, data=b"", raw_header=None, hlen=None, pad=True):
+    # tensors: list of (name, dtype, shape, begin, end) in header order
+    if raw_header is None:
+        h = {}
+        if meta is not None:
+            h["__metadata__"] = meta
+        for name, dt, shape, b, e in tensors:
+            h[name] = {"dtype": dt, "shape": shape, "data_offsets": [b, e]}
+        raw_header = _json.dumps(h, separators=(",", ":"))
+    hb = raw_header.encode() if isinstance(raw_header, str) else raw_header
+    if pad:
+        hb += b" " * (-len(hb) % 8)
+    return struct.pack("<Q", len(hb) if hlen is None else hlen) + hb + data
+
+def st_pack(items, meta=None):
+    # items: (name, dtype, shape, bytes) laid out one after the other
+    t, data = [], b""
+    for name, dt, shape, b in items:
+        t.append((name, dt, list(shape), len(data), len(data) + len(b)))
+        data += b
+    return st_file(t, meta, data)
+
+f32 = np.arange(6, dtype=np.float32).reshape(2, 3) / 3
+put("safetensors", "all_dtypes.safetensors", st_pack([
+    ("w.f32", "F32", (2, 3), f32.tobytes()),
+    ("b.f16", "F16", (4,), np.array([1, -2, 65504, 6e-8], np.float16).tobytes()),
+    ("a.bf16", "BF16", (2,), np.array([0x3f80, 0xc040], np.uint16).tobytes()),
+    ("z.i64", "I64", (3,), np.array([-5, 0, 2**31 - 1], np.int64).tobytes()),
+    ("s.i32", "I32", (), np.array([-7], np.int32).tobytes()),
+    ("e.i8", "I8", (2, 0), b""),
+    ("u8", "U8", (5,), bytes([0, 1, 127, 128, 255])),
+    ("mask", "BOOL", (1, 1, 3), bytes([1, 0, 2]))], meta={"format": "pt", "note": "q\"\\\n\u00e9"}))
+put("safetensors", "f16_specials.safetensors", st_pack([
+    ("h", "F16", (6,), np.array([0x7c00, 0xfc00, 0x7e00, 0x8000, 0x0001, 0x7bff], np.uint16).tobytes()),
+    ("bf", "BF16", (3,), np.array([0x7f80, 0x7fc1, 0x0001], np.uint16).tobytes())]))
+put("safetensors", "i64_out_of_int32.safetensors", st_pack([("idx", "I64", (2,), np.array([1, 2**40], np.int64).tobytes())]))
+put("safetensors", "empty_header.safetensors", st_file([]))
+put("safetensors", "metadata_only.safetensors", st_file([], meta={"format": "pt"}))
+gap_hdr = (b'\n {"b":{"dtype":"F32","shape":[1],"data_offsets":[5,9]},"a":{"dtype":"U8","shape":[3],'
+           b'"data_offsets":[0,3]},"z":{"dtype":"F32","shape":[0],"data_offsets":[9,9]}} \n ')
+put("safetensors", "gaps_unaligned_padding.safetensors",
+    struct.pack("<Q", len(gap_hdr)) + gap_hdr + b"\x01\x02\x03xx\x00\x00\x80\x3fTAIL")
+put("safetensors", "rank8.safetensors", st_pack([("r8", "U8", (1, 1, 1, 1, 1, 1, 2, 1), b"\x07\x08")]))
+ok_t = '"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}'
+def bad_st(name, header, data=b"\0" * 8, hlen=None):
+    put("safetensors", "bad_" + name + ".safetensors", st_file([], raw_header=header, data=data, hlen=hlen))
+put("safetensors", "bad_short.safetensors", b"\x08\0\0\0\0")
+bad_st("len_past_end", "{}", data=b"", hlen=4096)
+bad_st("len_huge", "{}", hlen=2**63)
+bad_st("not_json", "hello")
+bad_st("json_cut", '{"a":{"dtype":"F3')
+bad_st("array", "[1,2]")
+bad_st("trailing", "{} x")
+bad_st("nul_byte", '{"a\0":1}')
+bad_st("f64", '{"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}')
+bad_st("f8", '{"a":{"dtype":"F8_E5M2","shape":[8],"data_offsets":[0,8]}}')
+bad_st("unknown_dtype", '{"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}}')
+bad_st("dtype_number", '{"a":{"dtype":4,"shape":[2],"data_offsets":[0,8]}}')
+bad_st("negative_shape", '{"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}')
+bad_st("overflow_shape", '{"a":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8]}}')
+put("safetensors", "huge_dim_times_zero.safetensors", st_file([], raw_header='{"a":{"dtype":"F32","shape":[9007199254740991,0],"data_offsets":[0,0]}}'))
+bad_st("float_shape", '{"a":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}}')
+bad_st("rank9", '{"a":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}}')
+bad_st("offsets_past_end", '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,800]}}')
+bad_st("begin_gt_end", '{"a":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}}')
+bad_st("offsets_three", '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4,8]}}')
+bad_st("offsets_2p53", '{"a":{"dtype":"U8","shape":[0],"data_offsets":[9007199254740993,9007199254740993]}}')
+bad_st("size_mismatch", '{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}')
+bad_st("overlap", '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]}}')
+bad_st("duplicate", "{" + ok_t + "," + ok_t + "}", data=b"\0" * 16)
+bad_st("missing_field", '{"a":{"dtype":"F32","shape":[2]}}')
+bad_st("extra_field", '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":0}}')
+bad_st("tensor_not_object", '{"a":[1,2]}')
+bad_st("meta_not_string", '{"__metadata__":{"k":1},' + ok_t + "}")
+bad_st("meta_not_object", '{"__metadata__":"pt"}')
+bad_st("meta_twice", '{"__metadata__":{},"__metadata__":{}}')
+bad_st("meta_dup_key", '{"__metadata__":{"k":"a","k":"b"}}')
+bad_st("deep_nesting", '{"__metadata__":' + "[" * 1100 + "]" * 1100 + "}")
+
+# ---- images (pvio_image_decode): PNG written here (every colour type, Adam7), JPEG via Pillow ---
+def png_chunk(kind, body):
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xffffffff)
+
+def png_bytes(w, h, ctype, depth, samples, interlace=0, plte=None, trns=None, ihdr_wh=None):
+    # samples: h x w x channels array of ints; rows packed MSB first, filter 0
+    ch = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[ctype]
+    def pack_row(row):
+        vals = [int(v) for px in row for v in (px if ch > 1 else [px])]
+        if depth == 16:
+            return b"".join(struct.pack(">H", v) for v in vals)
+        if depth == 8:
+            return bytes(vals)
+        out, acc, nb = bytearray(), 0, 0
+        for v in vals:
+            acc = acc << depth | v
+            nb += depth
+            if nb == 8:
+                out.append(acc); acc, nb = 0, 0
+        if nb:
+            out.append(acc << (8 - nb))
+        return bytes(out)
+    raw = b""
+    if interlace:
+        for x0, y0, dx, dy in ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)):
+            sub = [[samples[y][x] for x in range(x0, w, dx)] for y in range(y0, h, dy)]
+            if sub and sub[0]:
+                raw += b"".join(b"\0" + pack_row(r) for r in sub)
+    else:
+        raw = b"".join(b"\0" + pack_row(samples[y]) for y in range(h))
+    iw, ih = ihdr_wh if ihdr_wh else (w, h)
+    b = b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", iw, ih, depth, ctype, 0, 0, interlace))
+    if plte:
+        b += png_chunk(b"PLTE", bytes(v for c in plte for v in c))
+    if trns is not None:
+        b += png_chunk(b"tRNS", trns)
+    return b + png_chunk(b"IDAT", zlib.compress(raw, 9)) + png_chunk(b"IEND", b"")
+
+r = np.random.default_rng(11)
+def px(w, h, ch, hi):
+    a = r.integers(0, hi + 1, (h, w, ch))
+    return [[list(a[y, x]) if ch > 1 else int(a[y, x, 0]) for x in range(w)] for y in range(h)]
+put("image", "rgb8.png", png_bytes(7, 5, 2, 8, px(7, 5, 3, 255)))
+put("image", "rgb8_adam7.png", png_bytes(9, 9, 2, 8, px(9, 9, 3, 255), interlace=1))
+put("image", "gray1.png", png_bytes(11, 3, 0, 1, px(11, 3, 1, 1)))
+put("image", "gray8_adam7.png", png_bytes(5, 5, 0, 8, px(5, 5, 1, 255), interlace=1))
+put("image", "gray16.png", png_bytes(4, 4, 0, 16, px(4, 4, 1, 65535), trns=struct.pack(">H", 7)))
+put("image", "gray_alpha8.png", png_bytes(6, 2, 4, 8, px(6, 2, 2, 255)))
+put("image", "palette2_trns.png", png_bytes(10, 3, 3, 2, px(10, 3, 1, 3), plte=[(255, 0, 0), (0, 255, 0), (0, 0, 255), (9, 9, 9)], trns=b"\x00\x80"))
+put("image", "palette8_adam7.png", png_bytes(8, 8, 3, 8, px(8, 8, 1, 2), interlace=1, plte=[(1, 2, 3), (4, 5, 6), (7, 8, 9)]))
+put("image", "rgba16.png", png_bytes(3, 3, 6, 16, px(3, 3, 4, 65535)))
+put("image", "rgba8_1x1.png", png_bytes(1, 1, 6, 8, px(1, 1, 4, 255)))
+good_png = png_bytes(8, 6, 2, 8, px(8, 6, 3, 255))
+put("image", "bad_png_truncated.png", good_png[: len(good_png) // 2])
+put("image", "bad_png_no_iend.png", good_png[:-12])
+put("image", "bad_png_crc.png", good_png[:40] + bytes([good_png[40] ^ 1]) + good_png[41:])
+put("image", "bad_png_zero_width.png", png_bytes(8, 6, 2, 8, px(8, 6, 3, 255), ihdr_wh=(0, 6)))
+put("image", "bad_png_huge.png", png_bytes(8, 6, 2, 8, px(8, 6, 3, 255), ihdr_wh=(30000, 30000)))
+put("image", "bad_png_short_idat.png", png_bytes(8, 3, 2, 8, px(8, 3, 3, 255), ihdr_wh=(8, 6)))
+put("image", "palette_index_out_of_range.png", png_bytes(4, 4, 3, 8, px(4, 4, 1, 200), plte=[(1, 2, 3)]))
+put("image", "bad_png_ihdr_depth.png", png_bytes(4, 4, 2, 8, px(4, 4, 3, 255))[:24] + b"\x03" + png_bytes(4, 4, 2, 8, px(4, 4, 3, 255))[25:])
+
+from PIL import Image
+def jpeg(img, **kw):
+    b = io.BytesIO()
+    img.save(b, "JPEG", **kw)
+    return b.getvalue()
+yy, xx = np.mgrid[0:16, 0:16]
+smooth = np.stack([xx * 15, yy * 15, 255 - (xx + yy) * 7], -1).astype(np.uint8)
+rgb_img = Image.fromarray(smooth, "RGB")
+base_jpg = jpeg(rgb_img, quality=90)
+put("image", "baseline_420.jpg", base_jpg)
+put("image", "baseline_444.jpg", jpeg(rgb_img, quality=75, subsampling=0))
+put("image", "progressive.jpg", jpeg(rgb_img, quality=80, progressive=True))
+put("image", "gray.jpg", jpeg(Image.fromarray(smooth[:, :, 0], "L"), quality=85))
+put("image", "odd_size_13x7.jpg", jpeg(Image.fromarray(smooth[:7, :13].copy(), "RGB"), quality=60))
+put("image", "restart_markers.jpg", jpeg(rgb_img, quality=70, restart_marker_blocks=1))
+put("image", "bad_cmyk.jpg", jpeg(Image.fromarray(np.concatenate([smooth, smooth[:, :, :1]], -1), "CMYK"), quality=80))
+sos = base_jpg.index(b"\xff\xda")
+assert len(base_jpg) - sos > 40
+put("image", "bad_jpg_truncated_data.jpg", base_jpg[:-(len(base_jpg) - sos) // 2])
+put("image", "bad_jpg_truncated_header.jpg", base_jpg[:150])
+put("image", "bad_jpg_no_eoi.jpg", base_jpg[:-2])
+sof = base_jpg.index(b"\xff\xc0")
+put("image", "bad_jpg_zero_height.jpg", base_jpg[:sof + 5] + b"\0\0" + base_jpg[sof + 7:])
+put("image", "bad_jpg_huge.jpg", base_jpg[:sof + 5] + b"\xff\xdc\xff\xdc" + base_jpg[sof + 9:])
+put("image", "bad_jpg_12bit.jpg", base_jpg[:sof + 4] + b"\x0c" + base_jpg[sof + 5:])
+put("image", "bad_jpg_garbage.jpg", b"\xff\xd8" + bytes(r.integers(0, 256, 300, dtype=np.uint8)))
+put("image", "bad_gif.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")
+put("image", "bad_random.bin", bytes(r.integers(0, 256, 64, dtype=np.uint8)))
+put("image", "empty.bin", b"")
+for t in ("safetensors", "image"):
+    for f in os.listdir(os.path.join(out, t)):
+        assert os.path.getsize(os.path.join(out, t, f)) < 4096, f
+
 
 total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(out) for f in fs)
 print("corpus: %d files, %d bytes in %s" % (sum(len(fs) for _, _, fs in os.walk(out)), total, out))

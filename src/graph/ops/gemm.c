@@ -64,6 +64,23 @@ static pv_status gemm_prepare(pvg_prep *p)
     int64_t od[2] = { g->M, g->N };
     pvg_out_set(p, 0, A->dtype, 2, od);
     p->workspace = pvg_lowp_bytes(p);
+    int bv = p->g && p->g->share_packed && p->node && p->node->in ? p->node->in[1] : -1;
+    if (p->g && p->g->share_packed && A->dtype == PV_F32 && !g->ta && g->M > 0 && g->N > 0 && g->K > 0 && bv >= 0 &&
+        p->g->values[bv].is_const) {
+        /* one packed copy per weight for every plan of the graph (graph.h: share_packed); oneDNN's
+         * matmul objects are made per M, so they are not used here */
+        pvc_msg msg = {{0}};
+        g->c_bias = g->has_c && g->beta == 1.0f && g->c_rs == 0 && g->c_cs == 1;
+        g->packed = pvg_shared_packed_find(p->g, bv, g->tb, g->alpha, p->precision);
+        if (!g->packed && B->data) {
+            if ((s = pvk_gemm_packed_create(g->K, g->N, B->data, g->tb ? g->K : g->N, g->tb, g->alpha, p->precision, NULL, &g->packed,
+                                            &msg)) != PV_OK)
+                return pvg_prep_fail(p, s, "%s", msg.text);
+            if ((s = pvg_shared_packed_add(p->g, bv, g->tb, g->alpha, p->precision, g->packed)) != PV_OK)
+                return pvg_prep_fail(p, s, "%s", p->g->msg.text);
+        }
+        if (g->packed) { p->consumed = 1u << 1; return PV_OK; }
+    }
     if (A->dtype == PV_F32 && B->data && !g->ta && g->M > 0 && g->N > 0 && g->K > 0) {
         pvc_msg msg = {{0}};
         int64_t ldb = g->tb ? g->K : g->N;

@@ -35,6 +35,7 @@ struct pvk_gemm_packed {
     size_t  panel_bytes;  /* one panel: kp * nr * esize */
     size_t  bytes;
     void   *data;         /* packed B' (64-byte aligned, owned) */
+    int     refs;         /* owners (pvk_gemm_packed_retain); freed when the last one lets go */
 };
 
 const pvk_gemm_packed_variant pvk_gemm_packed_variants[] = {
@@ -194,6 +195,7 @@ pv_status pvk_gemm_packed_create(int64_t K, int64_t N, const float *B, int64_t l
         return pvc_fail(msg, PV_EINPUT, "packed GEMM: variant '%s' needs %s, this CPU runs %s", v->name,
                         pvc_isa_name(v->isa), pvc_isa_name(pvc_isa_selected()));
     pvk_gemm_packed *g = pvc_calloc(1, sizeof *g);
+    if (g) g->refs = 1;
     if (!g) return pvc_fail(msg, PV_ENOMEM, "out of memory for a packed GEMM");
     g->v = v;
     g->K = K;
@@ -225,9 +227,16 @@ pv_status pvk_gemm_packed_create(int64_t K, int64_t N, const float *B, int64_t l
     return PV_OK;
 }
 
+pvk_gemm_packed *pvk_gemm_packed_retain(pvk_gemm_packed *g)
+{
+    if (g) __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+    return g;
+}
+
 void pvk_gemm_packed_free(pvk_gemm_packed *g)
 {
     if (!g) return;
+    if (__atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     pvc_free_aligned(g->data);
     pvc_free(g);
 }

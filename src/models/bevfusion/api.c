@@ -1,6 +1,7 @@
 /* bevfusion behind the public model API: text params and decoded inputs -> one frame ->
  * pv_result (objects, JSON, points for pictures). */
 #include "api/model_api.h"
+#include "io/bev_png.h"
 #include "models/bevfusion/bundle.h"
 
 #include <cjson/cJSON.h>
@@ -96,6 +97,72 @@ static pv_status frame_param(frame_params *f, const char *k, const char *v, bool
     return PV_OK;
 }
 
+/* The result's payload: the objects, and the input points and frame for the picture. */
+typedef struct bf_payload {
+    pv_object3d *objs;
+    int          nobjs;
+    float       *xyz;          /* the input points (current frame, densified) */
+    int64_t      npts;
+    float        view[4];      /* x_min, x_max, y_min, y_max (m) */
+    char         title[160];
+} bf_payload;
+
+static void bf_payload_free(void *p)
+{
+    bf_payload *b = p;
+    if (!b) return;
+    pvc_free(b->objs);
+    pvc_free(b->xyz);
+    pvc_free(b);
+}
+
+static const char *const bf_label_names[] = { "UNKNOWN", "CAR", "TRUCK", "BUS", "TRAILER", "MOTORCYCLE", "BICYCLE", "PEDESTRIAN" };
+
+static pv_status bf_png(const pv_result *r, int width_px, void **png, size_t *len, pvc_msg *msg)
+{
+    const bf_payload *p = r->payload;
+    pvio_bev_box *boxes = pvc_calloc((size_t)p->nobjs + 1, sizeof *boxes);
+    if (!boxes) return pvc_fail(msg, PV_ENOMEM, "out of memory drawing the result");
+    int nb = 0;
+    for (int i = 0; i < p->nobjs; i++) {
+        const pv_object3d *o = &p->objs[i];
+        pvio_bev_box b = { o->position[0], o->position[1], o->dimensions[0], o->dimensions[1], o->yaw,
+                           o->existence_probability, o->label < 8 ? bf_label_names[o->label] : "?", o->label };
+        /* boxes the picture cannot hold (non-finite or absurd sizes from a random model) are left out */
+        if (!isfinite(b.x) || !isfinite(b.y) || !isfinite(b.yaw) || !(b.length > 0) || !(b.width > 0) ||
+            b.length > PVIO_BEV_MAX_BOX_M || b.width > PVIO_BEV_MAX_BOX_M || fabsf(b.x) > PVIO_BEV_MAX_RANGE_M ||
+            fabsf(b.y) > PVIO_BEV_MAX_RANGE_M)
+            continue;
+        boxes[nb++] = b;
+    }
+    pvio_bev_view v = { p->view[0], p->view[1], p->view[2], p->view[3], width_px ? width_px : 1024, p->title, 0.0f, 0.0f };
+    pv_status s = pvio_bev_png_encode(&v, p->xyz, p->npts, 3, boxes, nb, png, len, msg);
+    pvc_free(boxes);
+    return s;
+}
+
+static const pv_result_ops bf_result_ops = { "bevfusion", bf_png, bf_payload_free };
+
+/* "N objects" and a line per object (the first 40; all of them are in the JSON). */
+static char *bf_text(const bf_payload *p)
+{
+    size_t cap = 256 + 96 * 42, o = 0;
+    char *t = pvc_malloc(cap);
+    if (!t) return NULL;
+    const pv_object3d *obj = p->objs;
+    int n = p->nobjs;
+    o += (size_t)snprintf(t + o, cap - o, "%d objects\n", n);
+    if (n) o += (size_t)snprintf(t + o, cap - o, "  %-3s %-10s %6s %8s %8s %6s %6s %6s %6s %7s\n", "#", "label", "score", "x", "y", "z", "l", "w", "h", "yaw");
+    int shown = n < 40 ? n : 40;
+    for (int i = 0; i < shown; i++)
+        o += (size_t)snprintf(t + o, cap - o, "  %-3d %-10s %6.3f %8.2f %8.2f %6.2f %6.2f %6.2f %6.2f %7.3f\n", i,
+                              obj[i].label < 8 ? bf_label_names[obj[i].label] : "?", obj[i].existence_probability, obj[i].position[0],
+                              obj[i].position[1], obj[i].position[2], obj[i].dimensions[0], obj[i].dimensions[1], obj[i].dimensions[2],
+                              obj[i].yaw);
+    if (shown < n) snprintf(t + o, cap - o, "  ... %d more (all of them in --json)\n", n - shown);
+    return t;
+}
+
 static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param *prm, int np, pv_result **out, pvc_msg *msg)
 {
     pvm_bevfusion *m = impl;
@@ -156,13 +223,19 @@ static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param
     if (s != PV_OK) goto done;
     r = pvc_calloc(1, sizeof *r);
     if (!r) { s = pvc_fail(msg, PV_ENOMEM, "out of memory for the result"); goto done; }
-    r->nobjs = res.nobjects;
-    r->objs = pvc_calloc((size_t)res.nobjects + 1, sizeof *r->objs);
-    r->xyz = pvc_malloc((size_t)cur.n * 3 * sizeof(float) + 16);
-    if (!r->objs || !r->xyz) { s = pvc_fail(msg, PV_ENOMEM, "out of memory for the result"); goto done; }
+    bf_payload *pl = pvc_calloc(1, sizeof *pl);
+    if (!pl) { s = pvc_fail(msg, PV_ENOMEM, "out of memory for the result"); goto done; }
+    r->ops = &bf_result_ops;
+    r->payload = pl;
+    pl->nobjs = res.nobjects;
+    pl->objs = pvc_calloc((size_t)res.nobjects + 1, sizeof *pl->objs);
+    pl->xyz = pvc_malloc((size_t)cur.n * 3 * sizeof(float) + 16);
+    if (!pl->objs || !pl->xyz) { s = pvc_fail(msg, PV_ENOMEM, "out of memory for the result"); goto done; }
+    r->objs = pl->objs;
+    r->nobjs = pl->nobjs;
     for (int i = 0; i < res.nobjects; i++) {
         const pvm_bevfusion_object *a = &res.objects[i];
-        pv_object3d *b = &r->objs[i];
+        pv_object3d *b = &pl->objs[i];
         b->label = a->label;
         b->orientation_availability = a->orientation_availability;
         b->shape_type = a->shape_type;
@@ -175,10 +248,10 @@ static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param
         b->class_index = a->class_index;
         b->proposal = a->proposal;
     }
-    for (int64_t i = 0; i < cur.n; i++) memcpy(r->xyz + 3 * r->npts++, cur.data + i * cur.ncols, 3 * sizeof(float));
+    for (int64_t i = 0; i < cur.n; i++) memcpy(pl->xyz + 3 * pl->npts++, cur.data + i * cur.ncols, 3 * sizeof(float));
     const pvm_bevfusion_params *dp = &params;
-    r->view[0] = dp->pc_range[0]; r->view[1] = dp->pc_range[3]; r->view[2] = dp->pc_range[1]; r->view[3] = dp->pc_range[4];
-    snprintf(r->title, sizeof r->title, "BEVFUSION %s%s", !strcmp(pvm_bevfusion_weights_kind(m), "generated") ?
+    pl->view[0] = dp->pc_range[0]; pl->view[1] = dp->pc_range[3]; pl->view[2] = dp->pc_range[1]; pl->view[3] = dp->pc_range[4];
+    snprintf(pl->title, sizeof pl->title, "BEVFUSION %s%s", !strcmp(pvm_bevfusion_weights_kind(m), "generated") ?
              "GENERATED WEIGHTS - NOT A TRAINED MODEL" : "WEIGHTS ", strcmp(pvm_bevfusion_weights_kind(m), "generated") ?
              pvm_bevfusion_weights_kind(m) : "");
     double t2 = pvc_now_ms();
@@ -192,7 +265,8 @@ static pv_status bf_run(void *impl, const pv_input *in, int n_in, const pv_param
     res.t_total = r->timing.total - r->timing.decode;
     r->json_stable = pvm_bevfusion_result_json(m, &res, false);
     r->json = pvm_bevfusion_result_json(m, &res, true);
-    if (!r->json || !r->json_stable) s = pvc_fail(msg, PV_ENOMEM, "out of memory writing the result JSON");
+    r->text = bf_text(pl);
+    if (!r->json || !r->json_stable || !r->text) s = pvc_fail(msg, PV_ENOMEM, "out of memory writing the result JSON");
 done:
     pvm_bevfusion_result_free(&res);
     pvio_cloud_free(&cur);
@@ -244,7 +318,17 @@ static char *bf_info(void *impl)
     return r;
 }
 
+static pv_status bf_validate(const pv_input *in, pvc_msg *msg)
+{
+    const char *name = in->name ? in->name : "points";
+    if (strcmp(name, "points") && strcmp(name, "sweep")) return pvc_fail(msg, PV_EINPUT, "input '%s' is not known (points, sweep)", name);
+    pvio_cloud c;
+    pv_status s = pv_input_decode(in, &c, msg);
+    pvio_cloud_free(&c);
+    return s;
+}
+
 const pv_bundle pv_bundle_bevfusion = {
     "bevfusion", "Autoware BEVFusion-L lidar 3D detector (AutowareFoundation/bevfusion v2.0): point cloud -> DetectedObjects",
-    bf_open, bf_run, bf_info, bf_close, pvm_bevfusion_generate,
+    bf_open, bf_run, bf_info, bf_close, pvm_bevfusion_generate, bf_validate,
 };
