@@ -264,9 +264,12 @@ static pv_status jpeg_decode(const uint8_t *b, size_t len, pvio_image *out, pvc_
 {
     if (len < 2 && (len == 0 || b[0] == 0xff))
         return pvc_fail(msg, PV_EFORMAT, "image: JPEG data is truncated (%zu bytes)", len);
-    if (len < 2 || b[0] != 0xff || b[1] != 0xd8)
-        return pvc_fail(msg, PV_EFORMAT, "image: not a JPEG file (no SOI marker; starts with "
-                        "0x%02x%s)", b[0], len < 2 ? "" : b[1] == 0xd8 ? " 0xd8" : " ...");
+    if (len < 2)
+        return pvc_fail(msg, PV_EFORMAT, "image: not a JPEG file (the byte 0x%02x, not an SOI "
+                        "marker)", b[0]);
+    if (b[0] != 0xff || b[1] != 0xd8)
+        return pvc_fail(msg, PV_EFORMAT, "image: not a JPEG file (starts with 0x%02x 0x%02x, not "
+                        "an SOI marker)", b[0], b[1]);
     unsigned sw = 0, sh = 0, bits = 0;
     scan_result r = jpeg_scan(b, len, &sw, &sh, &bits);
     if (r == SCAN_TRUNCATED)

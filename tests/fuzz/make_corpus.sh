@@ -472,6 +472,7 @@ put("image", "bad_jpg_garbage.jpg", b"\xff\xd8" + bytes(r.integers(0, 256, 300, 
 put("image", "bad_gif.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")
 put("image", "bad_random.bin", bytes(r.integers(0, 256, 64, dtype=np.uint8)))
 put("image", "empty.bin", b"")
+put("image", "one_byte.bin", b"G")
 for t in ("safetensors", "image"):
     for f in os.listdir(os.path.join(out, t)):
         assert os.path.getsize(os.path.join(out, t, f)) < 4096, f

@@ -29,6 +29,10 @@ enum { NV = PVM_HAMER_NV, NF = PVM_HAMER_NF, NJ = PVM_HAMER_NJ, NB = PVM_HAMER_N
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
+/* spec 5.2's mano_to_openpose, restated here */
+static const int op[NKP] = { 0, 13, 14, 15, 16, 1, 2, 3, 17, 4, 5, 6, 18, 10, 11, 12, 19, 7, 8, 9,
+                             20 };
+
 static uint64_t rng_next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -37,7 +41,10 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
+static double rng_unit(uint64_t *s)   /* [-1, 1) */
+{
+    return (double)(rng_next(s) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
 
 static void synth(pvm_hamer_mano *m, uint64_t seed)
 {
@@ -399,7 +406,6 @@ static void test_forward_rest(void **state)
     pvm_hamer_mano_forward(&m, R, betas, verts, j21);
     assert_memory_equal(verts, m.v_template, sizeof verts);
     /* keypoints: rest joints and tips, OpenPose order */
-    static const int op[NKP] = { 0, 13, 14, 15, 16, 1, 2, 3, 17, 4, 5, 6, 18, 10, 11, 12, 19, 7, 8, 9, 20 };
     for (int k = 0; k < NKP; k++) {
         int s = op[k];
         for (int c = 0; c < 3; c++) {
@@ -432,7 +438,6 @@ static void test_forward_global_rotation(void **state)
             assert_true(fabs(verts[v * 3 + c] - want) < 1e-7);
         }
     }
-    static const int op[NKP] = { 0, 13, 14, 15, 16, 1, 2, 3, 17, 4, 5, 6, 18, 10, 11, 12, 19, 7, 8, 9, 20 };
     for (int k = 0; k < NKP; k++) {
         if (op[k] >= NJ) continue;
         for (int c = 0; c < 3; c++) {
@@ -511,7 +516,6 @@ static void compare_textbook(const pvm_hamer_mano *m, uint64_t seed, double pose
     textbook_forward(m, R, betas, tv, tj);
     double worst = 0;
     for (int i = 0; i < NV * 3; i++) worst = fmax(worst, fabs(verts[i] - tv[i]));
-    static const int op[NKP] = { 0, 13, 14, 15, 16, 1, 2, 3, 17, 4, 5, 6, 18, 10, 11, 12, 19, 7, 8, 9, 20 };
     for (int k = 0; k < NKP; k++)
         for (int c = 0; c < 3; c++) {
             double want = op[k] < NJ ? tj[op[k] * 3 + c] : tv[pvm_hamer_tip_ids[op[k] - NJ] * 3 + c];

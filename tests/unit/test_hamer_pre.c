@@ -157,7 +157,7 @@ static void test_geometry_known_boxes(void **state)
     assert_true(g.cx == 60.0 && g.cy == 40.0 && !g.is_right);
     assert_true(g.b == 200.0 * 4.0 / 3.0);
     assert_true(fabs(g.b - 266.6666666666667) < 1e-9);
-    /* exactly 4:3 (h/w == 256/192): the else branch, w = h * 3/4 = 60, b = 80 */
+    /* exactly 4:3 (h/w == 256/192): either branch leaves w = 60, h = 80: b = 80 */
     g = geom_of(0, 0, 30, 40, true, 640, 480);
     assert_true(g.b == 80.0);
     /* blur threshold: b = 563.2 -> d = 1.1, no blur; b = 564 -> sigma = (564/512 - 1)/2 */

@@ -171,9 +171,12 @@ pv_status pvm_hamer_run(pvm_hamer *m, const pvm_hamer_frame *f, bool want_stages
     }
     for (int i = 0; i < n && s == PV_OK; i++) {
         if (f->crop) {
-            /* the crop is the network window itself: the square crop of side 256 centred on
-             * (96, 128) of a 192 x 256 image samples it pixel for pixel */
-            geom[i] = (pvm_hamer_crop_geom){ .cx = 96, .cy = 128, .b = 256, .is_right = f->crop_is_right, .sigma = 0, .W = 192, .H = 256 };
+            /* the crop is the network window itself (for a left hand: the mirrored view the
+             * network sees): the square crop of side 256 centred on (96, 128) of a 192 x 256
+             * image samples it pixel for pixel, and a left hand's window is that of the
+             * mirrored image, centred on 191 - 96 = 95 */
+            geom[i] = (pvm_hamer_crop_geom){ .cx = f->crop_is_right ? 96 : 95, .cy = 128, .b = 256, .is_right = f->crop_is_right,
+                                             .sigma = 0, .W = 192, .H = 256 };
             for (int k = 0; k < CROP_PIX; k++) pix[(size_t)i * CROP_PIX + k] = f->rgb[k];
         } else {
             if ((s = pvm_hamer_crop_geometry(&f->boxes[i], i, f->W, f->H, &geom[i], msg)) != PV_OK) break;

@@ -22,7 +22,10 @@ const int pvm_hamer_mano_to_openpose[PVM_HAMER_NKP] = { 0, 13, 14, 15, 16, 1, 2,
 
 /* ---- small vector helpers (double) --------------------------------------------------------- */
 
-static double dot3(const double a[3], const double b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+static double dot3(const double a[3], const double b[3])
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
 
 static void cross3(const double a[3], const double b[3], double o[3])
 {
@@ -52,7 +55,8 @@ static void matmul3(const double A[9], const double B[9], double o[9])
 
 static void matvec3(const double A[9], const double x[3], double o[3])
 {
-    for (int i = 0; i < 3; i++) o[i] = A[i * 3 + 0] * x[0] + A[i * 3 + 1] * x[1] + A[i * 3 + 2] * x[2];
+    for (int i = 0; i < 3; i++)
+        o[i] = A[i * 3 + 0] * x[0] + A[i * 3 + 1] * x[1] + A[i * 3 + 2] * x[2];
 }
 
 /* ---- rot6d ---------------------------------------------------------------------------------- */
@@ -191,7 +195,8 @@ void pvm_hamer_mano_forward(const pvm_hamer_mano *m, const float *R, const float
     }
     /* 4. forward kinematics. G_i = G_parent T_i with T_i = [R_i | J_i - J_parent]; A_i = G_i with
      * translation G_t - G_R J_i. Written in the equivalent recursive form
-     *   A_t(0) = J_0 - R_0 J_0,  A_t(i) = A_t(p) + (G_R(p) - G_R(i)) J_i,  G_t(i) = A_t(i) + G_R(i) J_i
+     *   A_t(0) = J_0 - R_0 J_0,   A_t(i) = A_t(p) + (G_R(p) - G_R(i)) J_i,
+     *   posed joint G_t(i) = A_t(i) + G_R(i) J_i
      * which has no cancellation of large translations (and gives A_t = 0 exactly at rest). */
     double GR[NJ][9], At[NJ][3], Jp[NJ][3];
     for (int j = 0; j < NJ; j++) {
@@ -434,7 +439,8 @@ static void sy_band(sy_build *B, const int *A, const int *Bv, int n)
 static void sy_regress(sy_build *B, int joint, const int *ring, int n)
 {
     float w = (float)(1.0 / n);
-    for (int i = 0; i < n; i++) B->m->J_regressor[(size_t)joint * NV + (size_t)B->perm[ring[i]]] = w;
+    for (int i = 0; i < n; i++)
+        B->m->J_regressor[(size_t)joint * NV + (size_t)B->perm[ring[i]]] = w;
 }
 
 /* A tube from the base loop (n0 natural indices, n0 == ns) along a polyline of three segments

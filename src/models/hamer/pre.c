@@ -19,7 +19,8 @@ pv_status pvm_hamer_crop_geometry(const pvm_hamer_box *box, int index, int W, in
     static const char *const names[4] = { "x1", "y1", "x2", "y2" };
     for (int i = 0; i < 4; i++) {
         if (!isfinite(v[i]))
-            return pvc_fail(msg, PV_EINPUT, "box[%d]: %s = %g is not finite", index, names[i], v[i]);
+            return pvc_fail(msg, PV_EINPUT, "box[%d]: %s = %g is not finite", index, names[i],
+                            v[i]);
     }
     double x1 = v[0], y1 = v[1], x2 = v[2], y2 = v[3];
     if (!(x2 > x1))
@@ -242,6 +243,7 @@ void pvm_hamer_normalise(const float *pix, float *chw)
     for (int ch = 0; ch < 3; ch++) {
         double m = 255.0 * mean[ch], s = 255.0 * std[ch];
         float *o = chw + (size_t)ch * plane;
-        for (size_t i = 0; i < plane; i++) o[i] = (float)(((double)pix[i * 3 + (size_t)ch] - m) / s);
+        for (size_t i = 0; i < plane; i++)
+            o[i] = (float)(((double)pix[i * 3 + (size_t)ch] - m) / s);
     }
 }
