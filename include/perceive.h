@@ -294,6 +294,8 @@ void        pv_result_free(pv_result *r);    /* accepts NULL */
 void        pv_free(void *p);                /* memory perceive handed out */
 
 const char *pv_model_errmsg(const pv_model *m);   /* message of this thread's last failure on m */
+/* The bundle name m was opened with ("bevfusion", "hamer"); valid while the process runs. */
+const char *pv_model_bundle(const pv_model *m);
 /* name, weights, artifacts + sha256, encoder, load time, isa; NULL once closed. Owned by m. */
 const char *pv_model_info_json(pv_model *m);
 /* Accepts NULL; idempotent. Waits for the calls in flight; calls that start after close began

@@ -1,12 +1,15 @@
 /* perceive CLI: `perceive bench MODEL` through the public model API.
  *
- *   perceive bench MODEL [--inputs F[,F...]] [--iters N] [--threads N] [--precision fp32|bf16]
- *                        [--json F] [--weights DIR] [--strict] [--fixture DIR]
+ *   perceive bench MODEL [--inputs F[,F...]] [--box x1,y1,x2,y2[,is_right]]... [--param k=v]...
+ *                        [--iters N] [--threads N] [--precision fp32|bf16] [--json F]
+ *                        [--weights DIR] [--strict] [--fixture DIR]
  *
  * Reports load time, first-call time, p50/p99 per stage and end to end, back-to-back throughput
  * serialized and with two callers (the model's stages overlap), peak RSS, the CPU and ISA, and
- * checks this run's objects against the stored reference fixture (DIR/expected.npz of the
- * fixture whose input is the first bench input): a disagreement fails the bench (exit 1). */
+ * checks this run's output against the stored reference fixture: bevfusion's objects against
+ * DIR/expected.npz of the fixture whose input is the first bench input; hamer's hands against
+ * the PyTorch reference's image.npz (its image and boxes are the default input) when the model
+ * has the fixture's depth. A disagreement fails the bench (exit 1). */
 #include "perceive.h"
 #include "cli.h"
 #include "io/io.h"
@@ -21,11 +24,15 @@
 #include <sys/resource.h>
 
 #define MAX_INPUTS 16
+#define MAX_PARAMS 32
 
 typedef struct bopts {
     const char *model, *json, *weights, *fixture;
     const char *inputs[MAX_INPUTS];
     int ninputs, iters, threads, strict, precision;
+    pv_param params[MAX_PARAMS];
+    int nparams;
+    char box_text[MAX_PARAMS][96];
 } bopts;
 
 static int cmpd(const void *a, const void *b)
@@ -42,21 +49,21 @@ static double pct(double *v, int n, double q)
     return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
 }
 
-typedef struct feeder { pv_model *m; const pv_input *in; int frames, fails; } feeder;
+typedef struct feeder { pv_model *m; const pv_input *in; const pv_param *p; int np, frames, fails; } feeder;
 
 static void *feed(void *arg)
 {
     feeder *f = arg;
     for (int i = 0; i < f->frames; i++) {
         pv_result *r = NULL;
-        if (pv_model_run(f->m, f->in, 1, NULL, 0, &r) != PV_OK) f->fails++;
+        if (pv_model_run(f->m, f->in, 1, f->p, f->np, &r) != PV_OK) f->fails++;
         pv_result_free(r);
     }
     return NULL;
 }
 
 /* Frames per second with `callers` threads each running `frames` frames. */
-static double throughput(pv_model *m, const pv_input *in, int callers, int frames, int *fails)
+static double throughput(pv_model *m, const pv_input *in, const pv_param *p, int np, int callers, int frames, int *fails)
 {
     pthread_t th[4];
     feeder f[4];
@@ -64,7 +71,7 @@ static double throughput(pv_model *m, const pv_input *in, int callers, int frame
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     t0 = ts.tv_sec + ts.tv_nsec * 1e-9;
-    for (int i = 0; i < callers; i++) { f[i] = (feeder){ m, in, frames, 0 }; pthread_create(&th[i], NULL, feed, &f[i]); }
+    for (int i = 0; i < callers; i++) { f[i] = (feeder){ m, in, p, np, frames, 0 }; pthread_create(&th[i], NULL, feed, &f[i]); }
     for (int i = 0; i < callers; i++) { pthread_join(th[i], NULL); *fails += f[i].fails; }
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return callers * frames / (ts.tv_sec + ts.tv_nsec * 1e-9 - t0);
@@ -104,6 +111,59 @@ static int agreement(const char *dir, const pv_result *r, char *why, size_t wn)
     return rc;
 }
 
+/* hamer: the fixture's boxes (image.npz) as box params into o. */
+static int hamer_fixture_boxes(const char *dir, bopts *o)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%.4000s/image.npz", dir);
+    pvio_arrays e = { 0 };
+    pvc_msg msg;
+    if (pvio_npz_read_file(p, &e, &msg) != PV_OK) { fprintf(stderr, "perceive: bench: %s\n", msg.text); return -1; }
+    const pvc_tensor *b = arr(&e, "boxes"), *r = arr(&e, "is_right");
+    int rc = 0;
+    if (!b || !r || b->dtype != PV_F32 || b->rank != 2 || b->dims[1] != 4 || b->dims[0] > MAX_PARAMS || pvc_numel(r) != b->dims[0]) {
+        fprintf(stderr, "perceive: bench: %s lacks boxes [N,4] / is_right [N]\n", p);
+        rc = -1;
+    }
+    for (int i = 0; !rc && i < b->dims[0] && o->nparams < MAX_PARAMS; i++) {
+        const float *v = (const float *)b->data + 4 * i;
+        snprintf(o->box_text[o->nparams], sizeof o->box_text[0], "%.9g,%.9g,%.9g,%.9g,%d", v[0], v[1], v[2], v[3],
+                 (int)pvc_get_i64(r->data, r->dtype, i) != 0);
+        o->params[o->nparams] = (pv_param){ "box", o->box_text[o->nparams] };
+        o->nparams++;
+    }
+    pvio_arrays_free(&e);
+    return rc;
+}
+
+/* hamer: vertices and image keypoints against the reference (0 agree, 1 disagree, -1 not checked). */
+static int hamer_agreement(const char *dir, const pv_result *r, char *why, size_t wn)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%.4000s/image.npz", dir);
+    pvio_arrays e = { 0 };
+    pvc_msg msg;
+    if (pvio_npz_read_file(p, &e, &msg) != PV_OK) { snprintf(why, wn, "%s", msg.text); return -1; }
+    const pvc_tensor *v = arr(&e, "vertices"), *k = arr(&e, "keypoints_2d");
+    const pv_hand *h;
+    int n = pv_result_hands(r, &h), rc = 0;
+    double dv = 0, dk = 0;
+    if (!v || !k || v->dtype != PV_F32 || k->dtype != PV_F32) { snprintf(why, wn, "%.300s lacks vertices / keypoints_2d", p); rc = -1; }
+    else if (v->dims[0] != n) { snprintf(why, wn, "%d hands, the reference has %lld", n, (long long)v->dims[0]); rc = 1; }
+    else {
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < PV_HAND_VERTICES * 3; j++)
+                dv = fmax(dv, fabs(h[i].vertices[j] - ((const float *)v->data)[(size_t)i * PV_HAND_VERTICES * 3 + j]));
+            for (int j = 0; j < PV_HAND_KEYPOINTS * 2; j++)
+                dk = fmax(dk, fabs(h[i].keypoints_2d[j] - ((const float *)k->data)[(size_t)i * PV_HAND_KEYPOINTS * 2 + j]));
+        }
+        rc = !(dv <= 1e-4 && dk <= 0.05);
+        snprintf(why, wn, "%d hands: vertices within %.2g m, keypoints_2d within %.2g px of %.300s (gates 1e-4 m, 0.05 px)", n, dv, dk, p);
+    }
+    pvio_arrays_free(&e);
+    return rc;
+}
+
 int cli_bench(int argc, char **argv)
 {
     bopts o = { .iters = 10 };
@@ -120,16 +180,34 @@ int cli_bench(int argc, char **argv)
         else if (!strcmp(a, "--weights") && v) o.weights = argv[++i];
         else if (!strcmp(a, "--fixture") && v) o.fixture = argv[++i];
         else if (!strcmp(a, "--strict")) o.strict = 1;
+        else if ((!strcmp(a, "--box") || !strcmp(a, "--param")) && v) {
+            if (o.nparams >= MAX_PARAMS) { fprintf(stderr, "perceive: bench: more than %d --box/--param\n", MAX_PARAMS); return 2; }
+            char *val = argv[++i];
+            if (!strcmp(a, "--box")) o.params[o.nparams++] = (pv_param){ "box", val };
+            else {
+                char *eq = strchr(val, '=');
+                if (!eq || eq == val) { fprintf(stderr, "perceive: bench: --param '%s': want key=value\n", val); return 2; }
+                *eq = 0;
+                o.params[o.nparams++] = (pv_param){ val, eq + 1 };
+            }
+        }
         else if (!strcmp(a, "--precision") && v) { if (cli_parse_precision(argv[++i], &o.precision)) return 2; }
         else if (a[0] == '-') { fprintf(stderr, "perceive: bench: unknown option or missing value: %s\n", a); return 2; }
         else if (!o.model) o.model = a;
         else { fprintf(stderr, "perceive: bench: too many arguments: %s\n", a); return 2; }
     }
     if (!o.model) { fprintf(stderr, "usage: perceive bench MODEL [--inputs F,...] [--iters N] [--threads N] [--precision fp32|bf16] [--json F]\n"); return 2; }
+    bool hamer = !strcmp(o.model, "hamer");
     if (!o.ninputs) {
-        if (strcmp(o.model, "bevfusion")) { fprintf(stderr, "perceive: bench %s: give --inputs\n", o.model); return 2; }
-        o.inputs[o.ninputs++] = "tests/fixtures/bevfusion/scene/scene_000.pcd";
-        if (!o.fixture) o.fixture = "tests/fixtures/bevfusion/scene";
+        if (!strcmp(o.model, "bevfusion")) {
+            o.inputs[o.ninputs++] = "tests/fixtures/bevfusion/scene/scene_000.pcd";
+            if (!o.fixture) o.fixture = "tests/fixtures/bevfusion/scene";
+        } else if (hamer) {
+            /* the reference fixture's image and its four boxes (two of them blurred crops) */
+            o.inputs[o.ninputs++] = "tests/fixtures/hamer/image.png";
+            if (!o.fixture) o.fixture = "tests/fixtures/hamer";
+            if (!o.nparams && hamer_fixture_boxes(o.fixture, &o)) return 1;
+        } else { fprintf(stderr, "perceive: bench %s: give --inputs\n", o.model); return 2; }
     }
     void *bufs[MAX_INPUTS] = { 0 };
     pv_input ins[MAX_INPUTS];
@@ -138,8 +216,8 @@ int cli_bench(int argc, char **argv)
     for (int i = 0; i < o.ninputs; i++) {
         size_t len;
         if (cli_read_file(o.inputs[i], &bufs[i], &len)) goto done;
-        ins[i] = (pv_input){ .name = "points", .format = cli_format_of(o.inputs[i]), .data = bufs[i], .len = len };
-        if (pv_input_validate(&ins[i]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", o.inputs[i], pv_last_error()); goto done; }
+        ins[i] = (pv_input){ .name = NULL, .format = cli_format_of(o.inputs[i]), .data = bufs[i], .len = len };
+        if (pv_input_validate_for(o.model, &ins[i]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", o.inputs[i], pv_last_error()); goto done; }
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -167,7 +245,7 @@ int cli_bench(int argc, char **argv)
         pv_result *keep = NULL;
         for (int it = 0; it <= o.iters; it++) {
             pv_result *r = NULL;
-            if (pv_model_run(m, &ins[k], 1, NULL, 0, &r) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", o.inputs[k], pv_model_errmsg(m)); goto done; }
+            if (pv_model_run(m, &ins[k], 1, o.params, o.nparams, &r) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", o.inputs[k], pv_model_errmsg(m)); goto done; }
             pv_timing t;
             pv_result_timing(r, &t);
             if (it == 0) { first = t.total; keep = r; continue; }
@@ -184,7 +262,8 @@ int cli_bench(int argc, char **argv)
             if (jf) fprintf(jf, ", \"%s_p50_ms\": %.3f, \"%s_p99_ms\": %.3f", names[s], p50, names[s], p99);
         }
         int fails = 0, nf = o.iters < 4 ? 4 : o.iters;
-        double serial = throughput(m, &ins[k], 1, nf, &fails), piped = throughput(m, &ins[k], 2, (nf + 1) / 2, &fails);
+        double serial = throughput(m, &ins[k], o.params, o.nparams, 1, nf, &fails),
+               piped = throughput(m, &ins[k], o.params, o.nparams, 2, (nf + 1) / 2, &fails);
         printf("  throughput   %.2f frames/s serialized, %.2f frames/s with 2 callers (stages overlap)%s\n", serial, piped,
                fails ? " (some runs failed)" : "");
         if (jf) fprintf(jf, ", \"fps_serial\": %.4f, \"fps_2_callers\": %.4f", serial, piped);
@@ -192,9 +271,14 @@ int cli_bench(int argc, char **argv)
             printf("  agreement    not checked: the stored fixture was made with the generated weights\n");
         if (k == 0 && o.fixture && generated && bf16)
             printf("  agreement    not checked: the stored fixture is fp32 (bf16 is gated by `ctest -R bevfusion_bf16`)\n");
-        if (k == 0 && o.fixture && generated && !bf16) {
+        /* hamer's fixture is the generator's 2-block twin: only a model of that depth can match */
+        bool depth_ok = !hamer || (info && strstr(info, "\"depth\":\t2,"));
+        if (k == 0 && o.fixture && generated && !bf16 && !depth_ok)
+            printf("  agreement    not checked: the stored fixture is the 2-block twin (PERCEIVE_HAMER_GEN_DEPTH=2); "
+                   "the 32-block model is gated through it by `ctest -R hamer_fixtures`\n");
+        if (k == 0 && o.fixture && generated && !bf16 && depth_ok) {
             char why[600];
-            int a = agreement(o.fixture, keep, why, sizeof why);
+            int a = hamer ? hamer_agreement(o.fixture, keep, why, sizeof why) : agreement(o.fixture, keep, why, sizeof why);
             printf("  agreement    %s: %s\n", a == 0 ? "OK" : a > 0 ? "DISAGREES" : "not checked", why);
             if (a > 0) disagree = 1;
             if (jf) fprintf(jf, ", \"agreement\": \"%s\"", a == 0 ? "ok" : a > 0 ? "disagrees" : "unchecked");

@@ -142,6 +142,7 @@ void pv_model_close(pv_model *m)
 }
 
 const char *pv_model_errmsg(const pv_model *m) { (void)m; return pv_last_error(); }
+const char *pv_model_bundle(const pv_model *m) { return m ? m->b->name : NULL; }
 
 const char *pv_model_info_json(pv_model *m)
 {

@@ -139,7 +139,7 @@ static void do_predict(pvsv_server *s, struct MHD_Connection *c, req *rq)
     if (!pvsv_predict_parse(p, ct, q.kv, q.n, rq->body ? rq->body : "", rq->len, r)) goto done;
     /* a bad file is refused before it waits for a worker */
     for (int i = 0; i < p->n_in; i++) {
-        pv_status st = pv_input_validate(&p->in[i]);
+        pv_status st = pv_input_validate_for(pv_model_bundle(s->m), &p->in[i]);
         if (st != PV_OK) { pvsv_reply_error(r, pvsv_http_code(st), pvsv_status_name(st), "%s", pv_last_error()); goto done; }
     }
     double t0 = pvc_now_ms();
