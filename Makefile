@@ -41,6 +41,7 @@ fuzz:
 check-reference: all
 	./tools/gen/make_fixtures.sh
 	PERCEIVE=$(BUILD)/perceive ./tools/gen/make_bevfusion_fixtures.sh
+	PERCEIVE=$(BUILD)/perceive ./tools/gen/make_hamer_fixtures.sh
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
