@@ -215,8 +215,8 @@ typedef enum { SCAN_UNKNOWN, SCAN_TRUNCATED, SCAN_FRAME } scan_result;
 
 /* Walks the markers from SOI to the first SOS without reading past len. SCAN_FRAME: a frame
  * header (SOFn) came before SOS, its size and precision in *w, *h, *bits. SCAN_TRUNCATED: the
- * data ends before SOS. SCAN_UNKNOWN: something libjpeg must judge (garbage between markers,
- * EOI, no frame). */
+ * data ends before SOS. SCAN_UNKNOWN: something libjpeg must judge (EOI, no frame). Bytes
+ * between segments that are no marker are skipped, as libjpeg does (with a warning). */
 static scan_result jpeg_scan(const uint8_t *b, size_t len, unsigned *w, unsigned *h,
                              unsigned *bits)
 {
@@ -224,7 +224,8 @@ static scan_result jpeg_scan(const uint8_t *b, size_t len, unsigned *w, unsigned
     size_t pos = 2;
     for (;;) {
         if (pos >= len) return SCAN_TRUNCATED;
-        if (b[pos] != 0xff) return SCAN_UNKNOWN;
+        while (pos < len && b[pos] != 0xff) pos++;          /* stray bytes: libjpeg skips them too */
+        if (pos >= len) return SCAN_TRUNCATED;
         while (pos < len && b[pos] == 0xff) pos++;          /* fill bytes */
         if (pos >= len) return SCAN_TRUNCATED;
         unsigned m = b[pos++];
@@ -288,8 +289,15 @@ static pv_status jpeg_decode(const uint8_t *b, size_t len, pvio_image *out, pvc_
     int w = 0, h = 0, sub = 0, cs = 0;
     pv_status s = PV_OK;
     if (tjDecompressHeader3(tj, b, (unsigned long)len, &w, &h, &sub, &cs) != 0) {
-        s = tj_fail(tj, "header", msg);
-        goto done;
+        /* stray bytes between header segments (see below): the frame size from our own scan */
+        const char *wt = tjGetErrorCode(tj) == TJERR_WARNING ? tjGetErrorStr2(tj) : NULL;
+        if (!(wt && strstr(wt, "extraneous bytes") && r == SCAN_FRAME)) {
+            s = tj_fail(tj, "header", msg);
+            goto done;
+        }
+        w = (int)sw;
+        h = (int)sh;
+        cs = TJCS_YCbCr;   /* CMYK still fails below: libjpeg refuses to convert it to RGB */
     }
     if (cs == TJCS_CMYK || cs == TJCS_YCCK) {
         s = pvc_fail(msg, PV_EUNSUPPORTED, "image: %s JPEG is not supported (convert it to RGB)",
@@ -304,10 +312,21 @@ static pv_status jpeg_decode(const uint8_t *b, size_t len, pvio_image *out, pvc_
         s = pvc_fail(msg, PV_ENOMEM, "image: out of memory for %dx%d RGB pixels", w, h);
         goto done;
     }
-    /* Warnings (truncated or damaged data that libjpeg would paper over with grey) are errors;
-     * LIMITSCANS refuses progressive files with absurd scan counts. */
+    /* Warnings (truncated or damaged data that libjpeg would paper over with grey) are errors,
+     * but for stray bytes between segments (below); LIMITSCANS refuses progressive files with
+     * absurd scan counts. */
     int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS | TJFLAG_ACCURATEDCT;
-    if (tjDecompress2(tj, b, (unsigned long)len, rgb, w, (int)stride, h, TJPF_RGB, flags) != 0) {
+    int rc = tjDecompress2(tj, b, (unsigned long)len, rgb, w, (int)stride, h, TJPF_RGB, flags);
+    /* One warning is common in real files and harmless: stray bytes between segments (cameras
+     * and editors write them). Decode those again without stopping, and accept the picture when
+     * stray bytes are all libjpeg complained about. */
+    const char *wt = rc != 0 && tjGetErrorCode(tj) == TJERR_WARNING ? tjGetErrorStr2(tj) : NULL;
+    if (wt && strstr(wt, "extraneous bytes")) {
+        rc = tjDecompress2(tj, b, (unsigned long)len, rgb, w, (int)stride, h, TJPF_RGB, flags & ~TJFLAG_STOPONWARNING);
+        const char *w2 = rc != 0 ? tjGetErrorStr2(tj) : NULL;
+        if (rc != 0 && tjGetErrorCode(tj) == TJERR_WARNING && w2 && strstr(w2, "extraneous bytes")) rc = 0;
+    }
+    if (rc != 0) {
         s = tj_fail(tj, "image data", msg);
         pvc_free(rgb);
         goto done;

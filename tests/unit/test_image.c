@@ -455,6 +455,33 @@ static void test_truncated(void **state)
     expect_msg(&msg, "image: PNG data is truncated");
 }
 
+/* Stray bytes between JPEG segments (written by some cameras and editors) only make libjpeg warn:
+ * the picture decodes to the same pixels as without them. Other damage stays an error. */
+static void test_jpeg_extraneous(void **state)
+{
+    (void)state;
+    pvio_image a, b;
+    pvc_msg msg;
+    assert_int_equal(pvio_image_decode(g_jpg, g_jpg_len, "jpeg", &a, &msg), PV_OK);
+    /* after SOI comes a segment FF xx LL LL ...: put two stray bytes behind it */
+    const unsigned char *j = g_jpg;
+    size_t seg = 4 + ((size_t)j[4] << 8 | j[5]);
+    unsigned char *x = malloc(g_jpg_len + 2);
+    assert_non_null(x);
+    memcpy(x, g_jpg, seg);
+    x[seg] = 0x12;
+    x[seg + 1] = 0x34;
+    memcpy(x + seg + 2, j + seg, g_jpg_len - seg);
+    pv_status s = pvio_image_decode(x, g_jpg_len + 2, "jpeg", &b, &msg);
+    if (s != PV_OK) fail_msg("stray bytes refused: %s", msg.text);
+    assert_int_equal(a.w, b.w);
+    assert_int_equal(a.h, b.h);
+    assert_memory_equal(a.rgb, b.rgb, (size_t)a.w * a.h * 3);
+    pvio_image_free(&a);
+    pvio_image_free(&b);
+    free(x);
+}
+
 static void test_corrupt(void **state)
 {
     (void)state;
@@ -750,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_sniffing),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_corrupt),
+        cmocka_unit_test(test_jpeg_extraneous),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_real_photos),

@@ -38,7 +38,6 @@ fake checkpoint stays small; see tools/convert/test_hamer_convert.py).
 import argparse
 import codecs
 import collections
-import hashlib
 import os
 import pickle
 import sys
@@ -113,7 +112,12 @@ _STORAGE_DTYPES = {
 }
 # Modules whose classes only carry configuration / bookkeeping: rebuilt as inert stand-ins.
 _STUB_PREFIXES = ('yacs.', 'omegaconf.', 'pytorch_lightning.', 'lightning.', 'lightning_fabric.',
-                  'hamer.', 'typing')
+                  'hamer.', 'typing', 'pathlib', 'argparse')
+_STUB_TORCH = ('device', 'Size', 'float32', 'float16', 'bfloat16', 'float64', 'int64', 'int32',
+               'uint8', 'bool')
+# builtin types that may appear as values in hyper-parameters; calling them builds plain data
+_BUILTIN_TYPES = {t.__name__: t for t in (set, frozenset, slice, dict, list, tuple, int, float, str,
+                                          bool, bytes, bytearray, complex, range)}
 
 
 class _Stub(dict):
@@ -139,6 +143,13 @@ def _stub(module, name):
     if key not in _stub_types:
         _stub_types[key] = type(name, (_Stub,), {'_stub_name': key})
     return _stub_types[key]
+
+
+def _stub_reconstructor(cls, base, state):
+    """copyreg._reconstructor for stand-ins only (protocol 0/1 pickles of hyper-parameters)."""
+    if not (isinstance(cls, type) and issubclass(cls, _Stub)) or base not in (object, dict):
+        raise ConvertError(f'checkpoint: copyreg._reconstructor for {cls!r:.60} refused')
+    return cls()
 
 
 class _StorageType:
@@ -247,10 +258,16 @@ class CheckpointUnpickler(pickle.Unpickler):
             return _StorageType(name)
         if module == 'collections' and name == 'OrderedDict':
             return collections.OrderedDict
-        if module in ('builtins', '__builtin__') and name in ('set', 'frozenset', 'slice'):
-            return {'set': set, 'frozenset': frozenset, 'slice': slice}[name]
+        if module in ('builtins', '__builtin__') and name in _BUILTIN_TYPES:
+            return _BUILTIN_TYPES[name]
+        if module == 'collections' and name == 'defaultdict':
+            return collections.defaultdict
         if module == '_codecs' and name == 'encode':
             return _codecs_encode
+        if module in ('copy_reg', 'copyreg') and name == '_reconstructor':
+            return _stub_reconstructor
+        if module == 'torch' and name in _STUB_TORCH:
+            return _stub(module, name)
         if (module, name) in _NUMPY_ALLOWED:
             return _numpy_global(module, name)
         if module.startswith(_STUB_PREFIXES) or module in ('yacs', 'omegaconf'):

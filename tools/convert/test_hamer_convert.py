@@ -17,7 +17,6 @@ full size (630,912,000 + 39,497,837 parameters).
 """
 import collections
 import contextlib
-import io
 import os
 import pickle
 import subprocess
@@ -237,7 +236,8 @@ def main():
     for what, kw, needle in (
             ('missing', dict(drop=['backbone.blocks.1.mlp.fc2.bias']), 'backbone.blocks.1.mlp.fc2.bias'),
             ('unexpected', dict(extra=[('backbone.blocks.2.norm1.weight', (16,))]), 'backbone.blocks.2.norm1.weight'),
-            ('wrong shape', dict(reshape={'mano_head.deccam.weight': (4, 8)}), 'mano_head.deccam.weight: [4, 8] != [3, 8]')):
+            ('wrong shape', dict(reshape={'mano_head.deccam.weight': (4, 8)}),
+             'mano_head.deccam.weight: [4, 8] != [3, 8]')):
         p = os.path.join(tmp, f'bad_{what.replace(" ", "_")}.ckpt')
         write_fake_ckpt(p, fake_state_dict(np.random.default_rng(1), **kw))
         rc, log = run_converter('--ckpt', p, '--mano', mp, '--out', os.path.join(tmp, 'x.safetensors'), *tiny)

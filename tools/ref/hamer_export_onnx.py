@@ -30,7 +30,6 @@ Benchmark use (same way as bench/run_models.sh runs its graphs):
 Full depth with --random takes ~2.7 GB of RAM for the module plus the export's copy.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys

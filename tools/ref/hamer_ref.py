@@ -41,7 +41,8 @@ Usage
       No image geometry: keypoints_2d / cam_t_full are not written.
   hamer_ref.py --weights F.safetensors --image IMG.png --box x1,y1,x2,y2[,is_right] [--box ...]
                --out OUT.npz
-      is_right defaults to 1. The PNG must be 8-bit RGB/RGBA, non-interlaced.
+      is_right defaults to 1 (write --box=x1,... when x1 is negative). The PNG must be 8-bit
+      RGB/RGBA, non-interlaced.
   common: [--threads N] (torch intra-op threads, default 2) [--compress] [--quiet]
   hamer_ref.py --gen-random OUT.safetensors [--depth N] [--seed S]
       a random weights file in perceive's hamer.safetensors format (weights="generated"), with a
@@ -410,10 +411,12 @@ def load_weights(path):
     extra = sorted(set(have) - set(want))
     bad = sorted(k for k in set(want) & set(have) if want[k] != have[k])
     if missing or extra or bad:
+        def lst(v):
+            return f'{v[:8]}{" ..." if len(v) > 8 else ""} ({len(v)})'
         raise ValueError(f'{path} (depth {depth}): '
-                         + (f'missing {missing[:8]}{" ..." if len(missing) > 8 else ""} ({len(missing)}); ' if missing else '')
-                         + (f'unexpected {extra[:8]}{" ..." if len(extra) > 8 else ""} ({len(extra)}); ' if extra else '')
-                         + ('; '.join(f'{k}: {have[k]} != {want[k]}' for k in bad[:8])))
+                         + (f'missing {lst(missing)}; ' if missing else '')
+                         + (f'unexpected {lst(extra)}; ' if extra else '')
+                         + '; '.join(f'{k}: {have[k]} != {want[k]}' for k in bad[:8]))
     for k, (_, kind) in mano_shapes().items():
         dt = hdr[k]['dtype']
         if (kind == 'I') != (dt == 'I32') or (kind == 'F' and dt not in st.FLOAT_DTYPES):
@@ -743,16 +746,20 @@ def selftest():
     oa = run_crops(net, man, ca_, [1], ga)
     ob = run_crops(net, man, cb_, [0], gb_)
     neg = np.array([-1.0, 1.0, 1.0])
-    check('left hand: network outputs equal', all(np.array_equal(oa[k], ob[k]) for k in ('pose96', 'betas', 'cam')))
+    check('left hand: network outputs equal',
+          all(np.array_equal(oa[k], ob[k]) for k in ('pose96', 'betas', 'cam')))
     check('left hand: vertices / keypoints_3d x negated',
-          np.array_equal(oa['vertices'] * neg, ob['vertices']) and np.array_equal(oa['keypoints_3d'] * neg, ob['keypoints_3d']))
-    check('left hand: rotations M R M', np.abs(mirror_rot(oa['global_orient'].astype(np.float64)) - ob['global_orient']).max() < 1e-7
-          and np.abs(mirror_rot(oa['hand_pose'].astype(np.float64)) - ob['hand_pose']).max() < 1e-7)
+          np.array_equal(oa['vertices'] * neg, ob['vertices'])
+          and np.array_equal(oa['keypoints_3d'] * neg, ob['keypoints_3d']))
+    check('left hand: rotations M R M',
+          all(np.abs(mirror_rot(oa[k].astype(np.float64)) - ob[k]).max() < 1e-7
+              for k in ('global_orient', 'hand_pose')))
     check('left hand: keypoints_2d mirrored about (W-1)/2',
           np.abs((Wd - 1) - oa['keypoints_2d'][..., 0] - ob['keypoints_2d'][..., 0]).max() < 1e-3
           and np.abs(oa['keypoints_2d'][..., 1] - ob['keypoints_2d'][..., 1]).max() < 1e-3)
     check('left hand: cam_t / cam_t_full x negated',
-          np.abs(oa['cam_t'] * neg - ob['cam_t']).max() < 1e-6 and np.abs(oa['cam_t_full'] * neg - ob['cam_t_full']).max() < 1e-4)
+          np.abs(oa['cam_t'] * neg - ob['cam_t']).max() < 1e-6
+          and np.abs(oa['cam_t_full'] * neg - ob['cam_t_full']).max() < 1e-4)
     # keypoints_2d ~ the full-image perspective camera applied to keypoints_3d + cam_t_full
     for o, name in ((oa, 'right'), (ob, 'left')):
         P = o['keypoints_3d'].astype(np.float64) + o['cam_t_full'][:, None].astype(np.float64)
