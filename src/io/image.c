@@ -403,46 +403,69 @@ static pv_status check_image(const pvio_image *img, const char *fn, pvc_msg *msg
 }
 
 /* As png_decode_run: png and info never change after setjmp, the rest lives in *io. */
-static pv_status png_encode_run(const pvio_image *img, png_io *io, pvc_msg *msg)
+/* Apart from its caller so that nothing the setjmp frame holds changes after setjmp: all of
+ * that lives in *io. */
+static pv_status png_encode_run(const uint8_t *rgb, int w, int h, const pvio_png_opts *o, png_io *io, pvc_msg *msg)
 {
+    const char *what = o->what ? o->what : "image";
     png_structp png = png_create_write_struct_2(PNG_LIBPNG_VER_STRING, io, io_error, io_warning,
                                                 io, io_alloc, io_free);
-    if (!png) return pvc_fail(msg, PV_ENOMEM, "image: out of memory creating the PNG writer");
+    if (!png) return pvc_fail(msg, PV_ENOMEM, "%s: out of memory creating the PNG writer", what);
     png_infop info = png_create_info_struct(png);
     if (!info) {
         png_destroy_write_struct(&png, NULL);
-        return pvc_fail(msg, PV_ENOMEM, "image: out of memory creating the PNG writer");
+        return pvc_fail(msg, PV_ENOMEM, "%s: out of memory creating the PNG writer", what);
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
-        if (io->oom) return pvc_fail(msg, PV_ENOMEM, "image: out of memory encoding the PNG (%s)",
-                                     io->err);
-        return pvc_fail(msg, PV_EINTERNAL, "image: encoding the PNG failed (libpng: %s)", io->err);
+        if (io->oom) return pvc_fail(msg, PV_ENOMEM, "%s: out of memory encoding the PNG (%s)", what, io->err);
+        return pvc_fail(msg, PV_EINTERNAL, "%s: encoding the PNG failed (libpng: %s)", what, io->err);
     }
     png_set_write_fn(png, io, io_write, io_flush);
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
-    png_set_IHDR(png, info, (png_uint_32)img->w, (png_uint_32)img->h, 8, PNG_COLOR_TYPE_RGB,
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (o->filter_none) png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+    if (o->level >= 0) png_set_compression_level(png, o->level);
+    if (o->software || (o->title && *o->title)) {
+        png_text txt[2];
+        memset(txt, 0, sizeof txt);
+        int ntxt = 0;
+        if (o->software) {
+            txt[ntxt].compression = PNG_TEXT_COMPRESSION_NONE;
+            txt[ntxt].key = (png_charp)"Software";
+            txt[ntxt++].text = (png_charp)"perceive";
+        }
+        if (o->title && *o->title) {
+            txt[ntxt].compression = PNG_TEXT_COMPRESSION_NONE;
+            txt[ntxt].key = (png_charp)"Title";
+            txt[ntxt++].text = (png_charp)o->title;
+        }
+        png_set_text(png, info, txt, ntxt);
+    }
     png_write_info(png, info);
-    size_t stride = (size_t)img->w * 3;
-    for (int y = 0; y < img->h; y++) png_write_row(png, img->rgb + (size_t)y * stride);
+    size_t stride = (size_t)w * 3;
+    for (int y = 0; y < h; y++) png_write_row(png, rgb + (size_t)y * stride);
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
-    if (io->oom) return pvc_fail(msg, PV_ENOMEM, "image: out of memory encoding the PNG");
+    /* libpng shrugs off a few failed allocations with a warning (and less output): refuse */
+    if (io->oom) return pvc_fail(msg, PV_ENOMEM, "%s: out of memory encoding the PNG", what);
     return PV_OK;
 }
 
-pv_status pvio_image_png_encode(const pvio_image *img, void **png, size_t *len, pvc_msg *msg)
+pv_status pvio_png_encode_rgb(const uint8_t *rgb, int w, int h, const pvio_png_opts *o, void **png, size_t *len, pvc_msg *msg)
 {
     if (png) *png = NULL;
     if (len) *len = 0;
-    if (!png || !len) return pvc_fail(msg, PV_EINPUT, "image: png_encode: %s is NULL",
-                                      png ? "len" : "png");
-    pv_status s = check_image(img, "png_encode", msg);
+    const char *what = o && o->what ? o->what : "image";
+    if (!png || !len) return pvc_fail(msg, PV_EINPUT, "%s: png_encode: %s is NULL", what, png ? "len" : "png");
+    pvio_image img = { w, h, (uint8_t *)rgb };
+    pv_status s = check_image(&img, "png_encode", msg);
     if (s != PV_OK) return s;
+    static const pvio_png_opts dflt = { -1, false, NULL, false, NULL };
     png_io io;
     memset(&io, 0, sizeof io);
-    s = png_encode_run(img, &io, msg);
+    s = png_encode_run(rgb, w, h, o ? o : &dflt, &io, msg);
     if (s != PV_OK) {
         pvc_free(io.out);
         return s;
@@ -450,6 +473,16 @@ pv_status pvio_image_png_encode(const pvio_image *img, void **png, size_t *len, 
     *png = io.out;
     *len = io.out_len;
     return PV_OK;
+}
+
+pv_status pvio_image_png_encode(const pvio_image *img, void **png, size_t *len, pvc_msg *msg)
+{
+    if (!img) {
+        if (png) *png = NULL;
+        if (len) *len = 0;
+        return pvc_fail(msg, PV_EINPUT, "image: png_encode: image is NULL");
+    }
+    return pvio_png_encode_rgb(img->rgb, img->w, img->h, NULL, png, len, msg);
 }
 
 pv_status pvio_image_jpeg_encode(const pvio_image *img, int quality, void **jpg, size_t *len,

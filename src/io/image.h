@@ -45,6 +45,13 @@ void      pvio_image_free(pvio_image *img);
 
 /* Encodes img (w, h >= 1, at most PVIO_IMAGE_MAX_PIXELS, rgb non-NULL) as an 8-bit RGB PNG
  * into a fresh *png (pvc_malloc) of *len bytes. */
+/* How pvio_png_encode_rgb writes: zlib level (-1: libpng's default), filter_none (else libpng's
+ * adaptive filters), a tEXt "Title" (NULL/"": none), a tEXt "Software: perceive" chunk, and the
+ * prefix of messages ("image" when NULL). Every PNG perceive writes goes through it. */
+typedef struct pvio_png_opts { int level; bool filter_none; const char *title; bool software; const char *what; } pvio_png_opts;
+/* RGB8 (w x h, row-major) as PNG into a pvc_malloc'ed buffer; o NULL: the defaults. */
+pv_status pvio_png_encode_rgb(const uint8_t *rgb, int w, int h, const pvio_png_opts *o, void **png, size_t *len,
+                              pvc_msg *msg);
 pv_status pvio_image_png_encode(const pvio_image *img, void **png, size_t *len, pvc_msg *msg);
 /* Encodes img as a baseline JPEG with 4:2:0 chroma subsampling at quality 1..100 into a fresh
  * *jpg (pvc_malloc) of *len bytes. JPEG holds at most 65500 pixels a side. */

@@ -1,13 +1,12 @@
 /* hamer picture: area-scaled input image, z-buffered flat-shaded meshes blended over it, box,
  * skeleton and keypoints, a title band, libpng encoding into a growable buffer. */
 #include "models/hamer/render.h"
+#include "io/image.h"
 
 #include "io/bev_png.h"
 #include "models/hamer/hamer.h"
 
 #include <math.h>
-#include <png.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -424,103 +423,6 @@ static void draw_skeleton(const view *v, const pv_hand *h, int lw, int r)
     }
 }
 
-/* ---- PNG encoding ---------------------------------------------------------------------------- */
-typedef struct sink {
-    uint8_t *buf;
-    size_t len, cap;
-    bool oom;
-    char err[200];
-} sink;
-
-static png_voidp sink_alloc(png_structp png, png_alloc_size_t n)
-{
-    void *p = pvc_malloc(n);
-    if (!p) ((sink *)png_get_mem_ptr(png))->oom = true;
-    return p;
-}
-
-static void sink_free(png_structp png, png_voidp p)
-{
-    (void)png;
-    pvc_free(p);
-}
-
-static void sink_error(png_structp png, png_const_charp text)
-{
-    sink *s = png_get_error_ptr(png);
-    snprintf(s->err, sizeof s->err, "%s", text ? text : "(no message)");
-    png_longjmp(png, 1);
-}
-
-static void sink_warning(png_structp png, png_const_charp text)
-{
-    (void)png;
-    (void)text;
-}
-
-static void sink_write(png_structp png, png_bytep data, size_t n)
-{
-    sink *s = png_get_io_ptr(png);
-    if (n > s->cap - s->len) {
-        size_t cap = s->cap ? s->cap : 65536;
-        while (cap - s->len < n) {
-            if (cap > SIZE_MAX / 2) { s->oom = true; png_error(png, "output too large"); }
-            cap *= 2;
-        }
-        uint8_t *nb = pvc_realloc(s->buf, cap);
-        if (!nb) { s->oom = true; png_error(png, "out of memory for the PNG stream"); }
-        s->buf = nb;
-        s->cap = cap;
-    }
-    memcpy(s->buf + s->len, data, n);
-    s->len += n;
-}
-
-static void sink_flush(png_structp png) { (void)png; }
-
-/* Apart from its caller so that nothing the setjmp frame holds changes after setjmp: all of
- * that lives in *s. */
-static pv_status encode(const uint8_t *rgb, int w, int h, const char *title, sink *s, pvc_msg *msg)
-{
-    png_structp png = png_create_write_struct_2(PNG_LIBPNG_VER_STRING, s, sink_error,
-                                                sink_warning, s, sink_alloc, sink_free);
-    if (!png) return pvc_fail(msg, PV_ENOMEM, "hamer render: out of memory creating the PNG writer");
-    png_infop info = png_create_info_struct(png);
-    if (!info) {
-        png_destroy_write_struct(&png, NULL);
-        return pvc_fail(msg, PV_ENOMEM, "hamer render: out of memory creating the PNG writer");
-    }
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        if (s->oom)
-            return pvc_fail(msg, PV_ENOMEM, "hamer render: out of memory encoding (%s)", s->err);
-        return pvc_fail(msg, PV_EINTERNAL, "hamer render: libpng: %s", s->err);
-    }
-    png_set_write_fn(png, s, sink_write, sink_flush);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    /* A photograph: libpng's adaptive filters; level 3 keeps a full-HD frame well under 0.1 s. */
-    png_set_compression_level(png, 3);
-    png_text txt[2];
-    memset(txt, 0, sizeof txt);
-    int ntxt = 0;
-    txt[ntxt].compression = PNG_TEXT_COMPRESSION_NONE;
-    txt[ntxt].key = (png_charp)"Software";
-    txt[ntxt++].text = (png_charp)"perceive";
-    if (title && *title) {
-        txt[ntxt].compression = PNG_TEXT_COMPRESSION_NONE;
-        txt[ntxt].key = (png_charp)"Title";
-        txt[ntxt++].text = (png_charp)title;
-    }
-    png_set_text(png, info, txt, ntxt);
-    png_write_info(png, info);
-    for (int y = 0; y < h; y++) png_write_row(png, rgb + (size_t)y * (size_t)w * 3);
-    png_write_end(png, info);
-    png_destroy_write_struct(&png, &info);
-    /* libpng shrugs off some failed allocations with a warning: refuse them. */
-    if (s->oom) return pvc_fail(msg, PV_ENOMEM, "hamer render: out of memory while encoding");
-    return PV_OK;
-}
 
 /* ---- entry point ----------------------------------------------------------------------------- */
 static pv_status check_inputs(const uint8_t *rgb, const pv_hand *hands, int nhands,
@@ -592,15 +494,9 @@ pv_status pvm_hamer_render_png(const uint8_t *rgb, int W, int H, const pv_hand *
         return pvc_fail(msg, PV_ENOMEM, "hamer render: out of memory for a %dx%d picture (%zu "
                         "bytes)", g.width, g.height, nbytes);
     st = render(&g, rgb, W, H, hands, nhands, faces, title, canvas, msg);
-    sink s;
-    memset(&s, 0, sizeof s);
-    if (st == PV_OK) st = encode(canvas, g.width, g.height, title, &s, msg);
+    /* a photograph: libpng's adaptive filters; level 3 keeps a full-HD frame well under 0.1 s */
+    pvio_png_opts o = { .level = 3, .filter_none = false, .title = title, .software = true, .what = "hamer render" };
+    if (st == PV_OK) st = pvio_png_encode_rgb(canvas, g.width, g.height, &o, png, len, msg);
     pvc_free(canvas);
-    if (st != PV_OK) {
-        pvc_free(s.buf);
-        return st;
-    }
-    *png = s.buf;
-    *len = s.len;
-    return PV_OK;
+    return st;
 }
