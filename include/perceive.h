@@ -247,7 +247,20 @@ const char *pv_result_model(const pv_result *r);
 /* bevfusion: the detected objects. */
 int         pv_result_objects3d(const pv_result *r, const pv_object3d **objs);
 
-/* hamer: one hand, in the hand's own frame (a left hand's outputs are mirrored back from the
+/* hamer: one hand, in the hand's own frame. Example (a JPEG and two boxes, the second a left hand):
+ *
+ *     pv_input in = { .name = "image", .format = "jpeg", .data = jpg, .len = jpg_len };
+ *     pv_param p[] = { { "box", "120,80,260,300" }, { "box", "300,90,420,280,0" } };
+ *     pv_result *r = NULL;
+ *     if (pv_model_run(hamer, &in, 1, p, 2, &r) == PV_OK) {
+ *         const pv_hand *h;
+ *         int n = pv_result_hands(r, &h);
+ *         for (int i = 0; i < n; i++)
+ *             printf("%s wrist at (%.1f, %.1f) px\n", h[i].is_right ? "right" : "left", h[i].keypoints_2d[0], h[i].keypoints_2d[1]);
+ *         pv_result_free(r);
+ *     }
+ *
+ *  (a left hand's outputs are mirrored back from the
  * right-hand network: x of every point negated, rotations R -> M R M with M = diag(-1, 1, 1)).
  * Points are metres in the MANO frame (no translation: add cam_t for the crop camera's frame,
  * cam_t_full for the full image's). Matrices are row-major. */

@@ -113,6 +113,11 @@ struct pvk_gemm_packed *pvg_shared_packed_find(pvg_graph *g, int v, bool trans_b
 /* Records pk (retained by the cache) as value v's packed copy for (trans_b, alpha, prec). */
 pv_status pvg_shared_packed_add(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec,
                                 struct pvk_gemm_packed *pk);
+/* The same for oneDNN's reordered weights (kernels/dnnl/matmul_dnnl.h): find retains for the
+ * caller; add takes over the caller's reference to w. */
+struct pvk_dnnl_weights;
+struct pvk_dnnl_weights *pvg_shared_dnnl_find(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec);
+pv_status pvg_shared_dnnl_add(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec, struct pvk_dnnl_weights *w);
 /* Releases the cache's references (pvg_graph_free calls it). */
 void      pvg_shared_free(pvg_graph *g);
 /* After the last plan of g is made: frees every constant that every live node reading it copied

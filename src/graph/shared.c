@@ -2,16 +2,18 @@
  * the same weights (hamer: batch 1..8) packs each linear layer once, not once per plan. The
  * cache is a short list on the graph, filled and read while plans are made (one thread). */
 #include "graph/graph.h"
+#include "kernels/dnnl/matmul_dnnl.h"
 #include "kernels/gemm_packed.h"
 
 #include <string.h>
 
 typedef struct shared_entry {
-    int              v;
-    bool             trans_b;
-    float            alpha;
-    pvc_precision    prec;
-    pvk_gemm_packed *pk;
+    int               v;
+    bool              trans_b;
+    float             alpha;
+    pvc_precision     prec;
+    pvk_gemm_packed  *pk;     /* one of the two */
+    pvk_dnnl_weights *dw;
 } shared_entry;
 
 typedef struct shared_cache { shared_entry *e; int n, cap; } shared_cache;
@@ -21,12 +23,12 @@ pvk_gemm_packed *pvg_shared_packed_find(pvg_graph *g, int v, bool trans_b, float
     const shared_cache *c = g->packed_cache;
     for (int i = 0; c && i < c->n; i++) {
         const shared_entry *e = &c->e[i];
-        if (e->v == v && e->trans_b == trans_b && e->alpha == alpha && e->prec == prec) return pvk_gemm_packed_retain(e->pk);
+        if (e->pk && e->v == v && e->trans_b == trans_b && e->alpha == alpha && e->prec == prec) return pvk_gemm_packed_retain(e->pk);
     }
     return NULL;
 }
 
-pv_status pvg_shared_packed_add(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec, pvk_gemm_packed *pk)
+static pv_status add_entry(pvg_graph *g, shared_entry ent)
 {
     shared_cache *c = g->packed_cache;
     if (!c && !(c = g->packed_cache = pvc_calloc(1, sizeof *c))) return pvc_fail(&g->msg, PV_ENOMEM, "out of memory sharing weights");
@@ -37,15 +39,44 @@ pv_status pvg_shared_packed_add(pvg_graph *g, int v, bool trans_b, float alpha, 
         c->e = e;
         c->cap = cap;
     }
-    c->e[c->n++] = (shared_entry){ v, trans_b, alpha, prec, pvk_gemm_packed_retain(pk) };
+    c->e[c->n++] = ent;
     return PV_OK;
+}
+
+pv_status pvg_shared_packed_add(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec, pvk_gemm_packed *pk)
+{
+    pv_status s = add_entry(g, (shared_entry){ v, trans_b, alpha, prec, pk, NULL });
+    if (s == PV_OK) pvk_gemm_packed_retain(pk);
+    return s;
+}
+
+pvk_dnnl_weights *pvg_shared_dnnl_find(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec)
+{
+    const shared_cache *c = g->packed_cache;
+    for (int i = 0; c && i < c->n; i++) {
+        const shared_entry *e = &c->e[i];
+        if (e->dw && e->v == v && e->trans_b == trans_b && e->alpha == alpha && e->prec == prec) {
+            return pvk_dnnl_weights_retain(e->dw);
+        }
+    }
+    return NULL;
+}
+
+pv_status pvg_shared_dnnl_add(pvg_graph *g, int v, bool trans_b, float alpha, pvc_precision prec, pvk_dnnl_weights *w)
+{
+    pv_status s = add_entry(g, (shared_entry){ v, trans_b, alpha, prec, NULL, w });
+    if (s != PV_OK) pvk_dnnl_weights_release(w);
+    return s;
 }
 
 void pvg_shared_free(pvg_graph *g)
 {
     shared_cache *c = g->packed_cache;
     if (!c) return;
-    for (int i = 0; i < c->n; i++) pvk_gemm_packed_free(c->e[i].pk);
+    for (int i = 0; i < c->n; i++) {
+        pvk_gemm_packed_free(c->e[i].pk);
+        pvk_dnnl_weights_release(c->e[i].dw);
+    }
     pvc_free(c->e);
     pvc_free(c);
     g->packed_cache = NULL;

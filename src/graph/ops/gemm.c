@@ -71,6 +71,19 @@ static pv_status gemm_prepare(pvg_prep *p)
          * matmul objects are made per M, so they are not used here */
         pvc_msg msg = {{0}};
         g->c_bias = g->has_c && g->beta == 1.0f && g->c_rs == 0 && g->c_cs == 1;
+        bool dnnl_ok = !g->has_c || g->beta == 0.0f || g->c_bias;
+        if (dnnl_ok && pvk_dnnl_matmul_pick(g->M, g->N, g->K, p->precision, p->threads)) {
+            /* oneDNN's matmul is made per M; its reordered weights are shared when the layout
+             * it wants for this M is the one the first plan reordered to (else: packed GEMM) */
+            pvk_dnnl_weights *w = pvg_shared_dnnl_find(p->g, bv, g->tb, g->alpha, p->precision);
+            s = pvk_dnnl_matmul_create_shared(g->M, g->N, g->K, g->K, B->data, g->tb ? g->K : g->N, g->tb, g->alpha, g->N,
+                                              g->c_bias, &p->node->act, p->precision, p->threads, w, &g->dnnl, &p->workspace,
+                                              &msg);
+            if (s == PV_OK && g->dnnl && !w) s = pvg_shared_dnnl_add(p->g, bv, g->tb, g->alpha, p->precision, pvk_dnnl_matmul_weights(g->dnnl));
+            pvk_dnnl_weights_release(w);
+            if (s != PV_OK) return pvg_prep_fail(p, s, "%s", msg.text[0] ? msg.text : p->g->msg.text);
+            if (g->dnnl) { p->consumed = 1u << 1; return PV_OK; }
+        }
         g->packed = pvg_shared_packed_find(p->g, bv, g->tb, g->alpha, p->precision);
         if (!g->packed && B->data) {
             if ((s = pvk_gemm_packed_create(g->K, g->N, B->data, g->tb ? g->K : g->N, g->tb, g->alpha, p->precision, NULL, &g->packed,

@@ -55,11 +55,30 @@ bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precisi
     return false;
 }
 
+struct pvk_dnnl_weights {
+    void               *p;              /* the reordered bytes (pvc_malloc_aligned) */
+    dnnl_memory_desc_t  md;             /* their layout */
+    int                 refs;
+};
+
+pvk_dnnl_weights *pvk_dnnl_weights_retain(pvk_dnnl_weights *w)
+{
+    if (w) __atomic_add_fetch(&w->refs, 1, __ATOMIC_RELAXED);
+    return w;
+}
+
+void pvk_dnnl_weights_release(pvk_dnnl_weights *w)
+{
+    if (!w || __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    pvc_free_aligned(w->p);
+    pvc_free(w);
+}
+
 struct pvk_dnnl_matmul {
     dnnl_primitive_t mm, a_cvt;         /* a_cvt: A f32 -> bf16 (bf16 only) */
     dnnl_memory_t    a, abf, w, b, c, scratch;
     dnnl_stream_t    stream;
-    void            *weights;           /* reordered weights, owned */
+    pvk_dnnl_weights *weights;          /* reordered weights (a reference) */
     size_t           abf_off, ws_bytes; /* workspace: scratchpad | A in bf16 */
     int              threads;
     const void      *bound_a, *bound_b, *bound_c, *bound_ws;
@@ -89,7 +108,8 @@ static dnnl_status_t reorder_create(const dnnl_memory_desc_t *from, const dnnl_m
 }
 
 static int build(pvk_dnnl_matmul *m, int64_t M, int64_t N, int64_t K, int64_t lda, const float *B, int64_t ldb,
-                 bool trans_b, float alpha, int64_t ldc, bool bias, const pvg_act *act, pvc_precision prec)
+                 bool trans_b, float alpha, int64_t ldc, bool bias, const pvg_act *act, pvc_precision prec,
+                 pvk_dnnl_weights *share)
 {
     dnnl_engine_t engine = pvk_dnnl_engine();
     int rc = BUILD_OK;
@@ -132,6 +152,14 @@ static int build(pvk_dnnl_matmul *m, int64_t M, int64_t N, int64_t K, int64_t ld
     TRY(dnnl_primitive_create(&m->mm, pd));
     TRY(dnnl_stream_create(&m->stream, engine, dnnl_stream_default_flags));
 
+    const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (share) {
+        /* another M's object already holds these weights: use them when the layout agrees */
+        if (!dnnl_memory_desc_equal(qw, &share->md)) { rc = BUILD_DECLINED; goto done; }
+        m->weights = pvk_dnnl_weights_retain(share);
+        TRY(dnnl_memory_create(&m->w, qw, engine, m->weights->p));
+        goto rest;
+    }
     /* weights: alpha folded first (rare: Gemm alpha != 1), then reordered (and rounded to bf16) */
     const float *wsrc = B;
     if (alpha != 1.0f) {
@@ -143,10 +171,12 @@ static int build(pvk_dnnl_matmul *m, int64_t M, int64_t N, int64_t K, int64_t ld
         TRY(dnnl_memory_desc_init_by_strides(&w_md, 2, wd, dnnl_f32, dense));
         wsrc = scaled;
     }
-    const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    m->weights = pvc_malloc_aligned(dnnl_memory_desc_get_size(qw) + 1);
-    if (!m->weights) { rc = BUILD_NOMEM; goto done; }
-    TRY(dnnl_memory_create(&m->w, qw, engine, m->weights));
+    if (!(m->weights = pvc_calloc(1, sizeof *m->weights))) { rc = BUILD_NOMEM; goto done; }
+    m->weights->refs = 1;
+    m->weights->md = *qw;
+    m->weights->p = pvc_malloc_aligned(dnnl_memory_desc_get_size(qw) + 1);
+    if (!m->weights->p) { rc = BUILD_NOMEM; goto done; }
+    TRY(dnnl_memory_create(&m->w, qw, engine, m->weights->p));
     TRY(dnnl_memory_create(&wuser, &w_md, engine, (void *)wsrc));   /* only read */
     TRY(reorder_create(&w_md, qw, &wreorder));
     {
@@ -154,6 +184,7 @@ static int build(pvk_dnnl_matmul *m, int64_t M, int64_t N, int64_t K, int64_t ld
         TRY(dnnl_primitive_execute(wreorder, m->stream, 2, a));
         TRY(dnnl_stream_wait(m->stream));
     }
+rest:;
     const dnnl_memory_desc_t *qs = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t sbytes = qs ? dnnl_memory_desc_get_size(qs) : 0;
     if (sbytes) TRY(dnnl_memory_create(&m->scratch, qs, engine, DNNL_MEMORY_NONE));
@@ -182,9 +213,20 @@ pv_status pvk_dnnl_matmul_create(int64_t M, int64_t N, int64_t K, int64_t lda, c
                                  pvc_precision precision, int threads, pvk_dnnl_matmul **out,
                                  size_t *workspace, pvc_msg *msg)
 {
+    return pvk_dnnl_matmul_create_shared(M, N, K, lda, B, ldb, trans_b, alpha, ldc, bias, act, precision, threads, NULL, out,
+                                         workspace, msg);
+}
+
+pvk_dnnl_weights *pvk_dnnl_matmul_weights(const pvk_dnnl_matmul *m) { return m ? pvk_dnnl_weights_retain(m->weights) : NULL; }
+
+pv_status pvk_dnnl_matmul_create_shared(int64_t M, int64_t N, int64_t K, int64_t lda, const float *B, int64_t ldb,
+                                        bool trans_b, float alpha, int64_t ldc, bool bias, const pvg_act *act,
+                                        pvc_precision precision, int threads, pvk_dnnl_weights *share,
+                                        pvk_dnnl_matmul **out, size_t *workspace, pvc_msg *msg)
+{
     *out = NULL;
     *workspace = 0;
-    if (M < 1 || N < 1 || K < 1 || !B || lda < K || ldc < N || ldb < (trans_b ? K : N)) return PV_OK;
+    if (M < 1 || N < 1 || K < 1 || (!B && !share) || lda < K || ldc < N || ldb < (trans_b ? K : N)) return PV_OK;
     /* oneDNN's clip is max(lo, min(hi, x)); pvk_act_apply's differs when lo > hi (or NaN) */
     if (act && act->kind == PVG_ACT_CLIP && !(act->alpha <= act->beta)) return PV_OK;
     if (!pvk_dnnl_engine()) return PV_OK;
@@ -192,7 +234,7 @@ pv_status pvk_dnnl_matmul_create(int64_t M, int64_t N, int64_t K, int64_t lda, c
     if (!m) return pvc_fail(msg, PV_ENOMEM, "out of memory creating a oneDNN matmul");
     m->threads = threads > 0 ? threads : pvc_default_threads();
     int saved = pvk_dnnl_team_enter(m->threads);
-    int rc = build(m, M, N, K, lda, B, ldb, trans_b, alpha, ldc, bias, act, precision);
+    int rc = build(m, M, N, K, lda, B, ldb, trans_b, alpha, ldc, bias, act, precision, share);
     pvk_dnnl_team_leave(saved, m->threads);
     if (rc != BUILD_OK) {
         pvk_dnnl_matmul_free(m);
@@ -249,7 +291,7 @@ void pvk_dnnl_matmul_free(pvk_dnnl_matmul *m)
     dnnl_memory_t mems[] = { m->a, m->abf, m->w, m->b, m->c, m->scratch };
     for (size_t i = 0; i < PVC_COUNTOF(mems); i++) if (mems[i]) dnnl_memory_destroy(mems[i]);
     if (m->stream) dnnl_stream_destroy(m->stream);
-    pvc_free_aligned(m->weights);
+    pvk_dnnl_weights_release(m->weights);
     pvc_free(m);
 }
 
@@ -282,6 +324,19 @@ pv_status pvk_dnnl_matmul_run(pvk_dnnl_matmul *m, const float *A, const float *b
 }
 
 void pvk_dnnl_matmul_free(pvk_dnnl_matmul *m) { (void)m; }
+
+pv_status pvk_dnnl_matmul_create_shared(int64_t M, int64_t N, int64_t K, int64_t lda, const float *B, int64_t ldb,
+                                        bool trans_b, float alpha, int64_t ldc, bool bias, const pvg_act *act,
+                                        pvc_precision precision, int threads, pvk_dnnl_weights *share,
+                                        pvk_dnnl_matmul **out, size_t *workspace, pvc_msg *msg)
+{
+    (void)share;
+    return pvk_dnnl_matmul_create(M, N, K, lda, B, ldb, trans_b, alpha, ldc, bias, act, precision, threads, out, workspace, msg);
+}
+
+pvk_dnnl_weights *pvk_dnnl_matmul_weights(const pvk_dnnl_matmul *m) { (void)m; return NULL; }
+pvk_dnnl_weights *pvk_dnnl_weights_retain(pvk_dnnl_weights *w) { return w; }
+void pvk_dnnl_weights_release(pvk_dnnl_weights *w) { (void)w; }
 
 const char *pvk_dnnl_matmul_impl(const pvk_dnnl_matmul *m) { (void)m; return "none"; }
 

@@ -28,6 +28,22 @@ pv_status pvk_dnnl_matmul_create(int64_t M, int64_t N, int64_t K, int64_t lda, c
                                  bool trans_b, float alpha, int64_t ldc, bool bias, const pvg_act *act,
                                  pvc_precision precision, int threads, pvk_dnnl_matmul **out,
                                  size_t *workspace, pvc_msg *msg);
+/* Reordered weights, shared by the objects of one weight made for several M (a bundle's batch
+ * plans): reference counted; a holder keeps the layout it was reordered to. */
+typedef struct pvk_dnnl_weights pvk_dnnl_weights;
+/* As pvk_dnnl_matmul_create, but when share is given and the primitive for this M wants the
+ * weights in share's layout, the object uses share's bytes (retained) instead of reordering B
+ * again (B is not read then and may be NULL). When the layouts differ, *out = NULL (declined:
+ * the caller keeps one copy of the weights, not one per M). */
+pv_status pvk_dnnl_matmul_create_shared(int64_t M, int64_t N, int64_t K, int64_t lda, const float *B, int64_t ldb,
+                                        bool trans_b, float alpha, int64_t ldc, bool bias, const pvg_act *act,
+                                        pvc_precision precision, int threads, pvk_dnnl_weights *share,
+                                        pvk_dnnl_matmul **out, size_t *workspace, pvc_msg *msg);
+/* m's weights, retained for the caller (release with pvk_dnnl_weights_release); NULL for NULL. */
+pvk_dnnl_weights *pvk_dnnl_matmul_weights(const pvk_dnnl_matmul *m);
+pvk_dnnl_weights *pvk_dnnl_weights_retain(pvk_dnnl_weights *w);   /* returns w; accepts NULL */
+void pvk_dnnl_weights_release(pvk_dnnl_weights *w);   /* accepts NULL */
+
 /* C = act(A * B' + bias). A, C with the strides given at create; ws: *workspace bytes. One
  * call at a time per object. */
 pv_status pvk_dnnl_matmul_run(pvk_dnnl_matmul *m, const float *A, const float *bias, float *C, void *ws);
