@@ -26,7 +26,7 @@ def main():
     ap.add_argument('--weights', required=True)
     ap.add_argument('--input', required=True)
     ap.add_argument('--iters', type=int, default=3)
-    ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--threads', type=int, default=1, help='torch intra-op threads')
     ap.add_argument('--json', required=True)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -41,8 +41,13 @@ def main():
             t0 = time.perf_counter()
             net(x)
             times.append((time.perf_counter() - t0) * 1e3)
-    cfg = torch.__config__.show()
-    blas = 'OpenBLAS' if 'OpenBLAS' in cfg or 'openblas' in cfg else 'unknown'
+    # Debian's torch calls the system BLAS (libblas.so.3, an alternative): say which one ran
+    blas = 'unknown'
+    for line in open('/proc/self/maps'):
+        if 'libblas' in line or 'libopenblas' in line:
+            path = line.split()[-1]
+            blas = 'OpenBLAS' if 'openblas' in os.path.realpath(path) else 'reference BLAS' if 'blas/' in path else path
+            break
     json.dump({'p50_ms': float(np.median(times)), 'first_ms': first, 'iters': a.iters, 'threads': a.threads,
                'torch_version': torch.__version__, 'blas': blas, 'depth': int(meta['depth']),
                'openblas_coretype': os.environ.get('OPENBLAS_CORETYPE', ''),

@@ -270,7 +270,8 @@ int cli_bench(int argc, char **argv)
         if (k == 0 && o.fixture && !generated)
             printf("  agreement    not checked: the stored fixture was made with the generated weights\n");
         if (k == 0 && o.fixture && generated && bf16)
-            printf("  agreement    not checked: the stored fixture is fp32 (bf16 is gated by `ctest -R bevfusion_bf16`)\n");
+            printf("  agreement    not checked: the stored fixture is fp32 (bf16 is gated by `ctest -R %s`)\n",
+                   hamer ? "hamer_fixtures" : "bevfusion_bf16");
         /* hamer's fixture is the generator's 2-block twin: only a model of that depth can match */
         bool depth_ok = !hamer || (info && strstr(info, "\"depth\":\t2,"));
         if (k == 0 && o.fixture && generated && !bf16 && !depth_ok)

@@ -463,6 +463,10 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
         p->ws = pvc_malloc_aligned(p->ws_bytes);
         if (!p->ws) { s = pvc_fail(msg, PV_ENOMEM, "out of memory for the workspace (%zu bytes)", p->ws_bytes); goto fail; }
     }
+    /* touch every page now, so a plan's first run does not pay the page faults (a bundle that
+     * warms up one variant gets the others' first calls at the steady speed too) */
+    if (p->arena) memset(p->arena, 0, p->arena_bytes);
+    if (p->ws) memset(p->ws, 0, p->ws_bytes);
     for (int v = 0; v < nv; v++)
         if (p->offset[v] != SIZE_MAX && !p->vals[v].data) p->vals[v].data = (char *)p->arena + p->offset[v];
     const char *prof = getenv("PERCEIVE_PROFILE");
