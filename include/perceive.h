@@ -219,6 +219,23 @@ typedef struct pv_param { const char *key, *value; } pv_param;
 pv_status pv_model_run(pv_model *m, const pv_input *in, int n_in, const pv_param *params, int n_params,
                        pv_result **out);
 
+/* For `perceive bench` and tools: a bundle's default bench input (a file of the source tree),
+ * the reference fixture directory it is checked against, and its params (hamer: the fixture's
+ * boxes). Paths are relative to the source tree; params point into d. */
+#define PV_BENCH_MAX_PARAMS 16
+typedef struct pv_bench_defaults {
+    const char *input, *fixture;
+    pv_param    params[PV_BENCH_MAX_PARAMS];
+    int         nparams;
+    char        text[PV_BENCH_MAX_PARAMS][96];
+} pv_bench_defaults;
+pv_status pv_model_bench_defaults(const char *model, pv_bench_defaults *d);
+/* Compares r (a run of m on the bundle's default bench input) with the reference fixture in
+ * dir: 0 agree, 1 disagree, -1 not checked (weights, precision or depth other than the
+ * fixture's, no fixture); why says which and by how much. */
+int pv_model_fixture_check(pv_model *m, const pv_result *r, const char *dir, char *why, size_t why_len);
+
+
 /* autoware_perception_msgs/DetectedObject, as the Autoware lidar detectors fill it. */
 typedef struct pv_object3d {
     uint8_t label;                    /* ObjectClassification label: UNKNOWN 0, CAR 1, TRUCK 2, BUS 3,

@@ -6,13 +6,11 @@
  *
  * Reports load time, first-call time, p50/p99 per stage and end to end, back-to-back throughput
  * serialized and with two callers (the model's stages overlap), peak RSS, the CPU and ISA, and
- * checks this run's output against the stored reference fixture: bevfusion's objects against
- * DIR/expected.npz of the fixture whose input is the first bench input; hamer's hands against
- * the PyTorch reference's image.npz (its image and boxes are the default input) when the model
- * has the fixture's depth. A disagreement fails the bench (exit 1). */
+ * checks this run's output against the stored reference fixture (the bundle's check:
+ * pv_model_fixture_check; without --inputs, the bundle's default input and params:
+ * pv_model_bench_defaults). A disagreement fails the bench (exit 1). */
 #include "perceive.h"
 #include "cli.h"
-#include "io/io.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -32,7 +30,6 @@ typedef struct bopts {
     int ninputs, iters, threads, strict, precision;
     pv_param params[MAX_PARAMS];
     int nparams;
-    char box_text[MAX_PARAMS][96];
 } bopts;
 
 static int cmpd(const void *a, const void *b)
@@ -77,93 +74,6 @@ static double throughput(pv_model *m, const pv_input *in, const pv_param *p, int
     return callers * frames / (ts.tv_sec + ts.tv_nsec * 1e-9 - t0);
 }
 
-static const pvc_tensor *arr(const pvio_arrays *a, const char *name)
-{
-    for (int i = 0; i < a->n; i++) if (!strcmp(a->a[i].name, name)) return &a->a[i].t;
-    return NULL;
-}
-
-/* 0 agree, 1 disagree, -1 no fixture. */
-static int agreement(const char *dir, const pv_result *r, char *why, size_t wn)
-{
-    char p[4200];
-    snprintf(p, sizeof p, "%.4000s/expected.npz", dir);
-    pvio_arrays e = { 0 };
-    pvc_msg msg;
-    if (pvio_npz_read_file(p, &e, &msg) != PV_OK) { snprintf(why, wn, "%s", msg.text); return -1; }
-    const pvc_tensor *lab = arr(&e, "obj_label"), *xyz = arr(&e, "obj_xyz");
-    int rc = 0;
-    const pv_object3d *o;
-    int n = pv_result_objects3d(r, &o);
-    if (!lab || !xyz || lab->dtype != PV_U8 || xyz->dtype != PV_F32) { snprintf(why, wn, "%.300s lacks obj_label/obj_xyz", p); rc = -1; }
-    else if (pvc_numel(lab) != n) { snprintf(why, wn, "%d objects, the reference has %lld", n, (long long)pvc_numel(lab)); rc = 1; }
-    else
-        for (int i = 0; i < n && !rc; i++) {
-            const float *q = (const float *)xyz->data + 3 * i;
-            double d = fmax(fabs(o[i].position[0] - q[0]), fmax(fabs(o[i].position[1] - q[1]), fabs(o[i].position[2] - q[2])));
-            if (o[i].label != ((const uint8_t *)lab->data)[i] || d > 1e-3) {
-                snprintf(why, wn, "object %d: label %u vs %u, position off by %.3g m", i, o[i].label, ((const uint8_t *)lab->data)[i], d);
-                rc = 1;
-            }
-        }
-    if (!rc) snprintf(why, wn, "%d objects agree with %.300s (labels identical, positions within 1e-3 m)", n, p);
-    pvio_arrays_free(&e);
-    return rc;
-}
-
-/* hamer: the fixture's boxes (image.npz) as box params into o. */
-static int hamer_fixture_boxes(const char *dir, bopts *o)
-{
-    char p[4200];
-    snprintf(p, sizeof p, "%.4000s/image.npz", dir);
-    pvio_arrays e = { 0 };
-    pvc_msg msg;
-    if (pvio_npz_read_file(p, &e, &msg) != PV_OK) { fprintf(stderr, "perceive: bench: %s\n", msg.text); return -1; }
-    const pvc_tensor *b = arr(&e, "boxes"), *r = arr(&e, "is_right");
-    int rc = 0;
-    if (!b || !r || b->dtype != PV_F32 || b->rank != 2 || b->dims[1] != 4 || b->dims[0] > MAX_PARAMS || pvc_numel(r) != b->dims[0]) {
-        fprintf(stderr, "perceive: bench: %s lacks boxes [N,4] / is_right [N]\n", p);
-        rc = -1;
-    }
-    for (int i = 0; !rc && i < b->dims[0] && o->nparams < MAX_PARAMS; i++) {
-        const float *v = (const float *)b->data + 4 * i;
-        snprintf(o->box_text[o->nparams], sizeof o->box_text[0], "%.9g,%.9g,%.9g,%.9g,%d", v[0], v[1], v[2], v[3],
-                 (int)pvc_get_i64(r->data, r->dtype, i) != 0);
-        o->params[o->nparams] = (pv_param){ "box", o->box_text[o->nparams] };
-        o->nparams++;
-    }
-    pvio_arrays_free(&e);
-    return rc;
-}
-
-/* hamer: vertices and image keypoints against the reference (0 agree, 1 disagree, -1 not checked). */
-static int hamer_agreement(const char *dir, const pv_result *r, char *why, size_t wn)
-{
-    char p[4200];
-    snprintf(p, sizeof p, "%.4000s/image.npz", dir);
-    pvio_arrays e = { 0 };
-    pvc_msg msg;
-    if (pvio_npz_read_file(p, &e, &msg) != PV_OK) { snprintf(why, wn, "%s", msg.text); return -1; }
-    const pvc_tensor *v = arr(&e, "vertices"), *k = arr(&e, "keypoints_2d");
-    const pv_hand *h;
-    int n = pv_result_hands(r, &h), rc = 0;
-    double dv = 0, dk = 0;
-    if (!v || !k || v->dtype != PV_F32 || k->dtype != PV_F32) { snprintf(why, wn, "%.300s lacks vertices / keypoints_2d", p); rc = -1; }
-    else if (v->dims[0] != n) { snprintf(why, wn, "%d hands, the reference has %lld", n, (long long)v->dims[0]); rc = 1; }
-    else {
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j < PV_HAND_VERTICES * 3; j++)
-                dv = fmax(dv, fabs(h[i].vertices[j] - ((const float *)v->data)[(size_t)i * PV_HAND_VERTICES * 3 + j]));
-            for (int j = 0; j < PV_HAND_KEYPOINTS * 2; j++)
-                dk = fmax(dk, fabs(h[i].keypoints_2d[j] - ((const float *)k->data)[(size_t)i * PV_HAND_KEYPOINTS * 2 + j]));
-        }
-        rc = !(dv <= 1e-4 && dk <= 0.05);
-        snprintf(why, wn, "%d hands: vertices within %.2g m, keypoints_2d within %.2g px of %.300s (gates 1e-4 m, 0.05 px)", n, dv, dk, p);
-    }
-    pvio_arrays_free(&e);
-    return rc;
-}
-
 int cli_bench(int argc, char **argv)
 {
     bopts o = { .iters = 10 };
@@ -197,17 +107,13 @@ int cli_bench(int argc, char **argv)
         else { fprintf(stderr, "perceive: bench: too many arguments: %s\n", a); return 2; }
     }
     if (!o.model) { fprintf(stderr, "usage: perceive bench MODEL [--inputs F,...] [--iters N] [--threads N] [--precision fp32|bf16] [--json F]\n"); return 2; }
-    bool hamer = !strcmp(o.model, "hamer");
+    pv_bench_defaults bd;
     if (!o.ninputs) {
-        if (!strcmp(o.model, "bevfusion")) {
-            o.inputs[o.ninputs++] = "tests/fixtures/bevfusion/scene/scene_000.pcd";
-            if (!o.fixture) o.fixture = "tests/fixtures/bevfusion/scene";
-        } else if (hamer) {
-            /* the reference fixture's image and its four boxes (two of them blurred crops) */
-            o.inputs[o.ninputs++] = "tests/fixtures/hamer/image.png";
-            if (!o.fixture) o.fixture = "tests/fixtures/hamer";
-            if (!o.nparams && hamer_fixture_boxes(o.fixture, &o)) return 1;
-        } else { fprintf(stderr, "perceive: bench %s: give --inputs\n", o.model); return 2; }
+        if (pv_model_bench_defaults(o.model, &bd) != PV_OK) { fprintf(stderr, "perceive: bench %s: give --inputs (%s)\n", o.model, pv_last_error()); return 2; }
+        o.inputs[o.ninputs++] = bd.input;
+        if (!o.fixture) o.fixture = bd.fixture;
+        for (int i = 0; !o.nparams && i < bd.nparams; i++) o.params[i] = bd.params[i];
+        if (!o.nparams) o.nparams = bd.nparams;
     }
     void *bufs[MAX_INPUTS] = { 0 };
     pv_input ins[MAX_INPUTS];
@@ -267,19 +173,9 @@ int cli_bench(int argc, char **argv)
         printf("  throughput   %.2f frames/s serialized, %.2f frames/s with 2 callers (stages overlap)%s\n", serial, piped,
                fails ? " (some runs failed)" : "");
         if (jf) fprintf(jf, ", \"fps_serial\": %.4f, \"fps_2_callers\": %.4f", serial, piped);
-        if (k == 0 && o.fixture && !generated)
-            printf("  agreement    not checked: the stored fixture was made with the generated weights\n");
-        if (k == 0 && o.fixture && generated && bf16)
-            printf("  agreement    not checked: the stored fixture is fp32 (bf16 is gated by `ctest -R %s`)\n",
-                   hamer ? "hamer_fixtures" : "bevfusion_bf16");
-        /* hamer's fixture is the generator's 2-block twin: only a model of that depth can match */
-        bool depth_ok = !hamer || (info && strstr(info, "\"depth\":\t2,"));
-        if (k == 0 && o.fixture && generated && !bf16 && !depth_ok)
-            printf("  agreement    not checked: the stored fixture is the 2-block twin (PERCEIVE_HAMER_GEN_DEPTH=2); "
-                   "the 32-block model is gated through it by `ctest -R hamer_fixtures`\n");
-        if (k == 0 && o.fixture && generated && !bf16 && depth_ok) {
+        if (k == 0 && o.fixture) {
             char why[600];
-            int a = hamer ? hamer_agreement(o.fixture, keep, why, sizeof why) : agreement(o.fixture, keep, why, sizeof why);
+            int a = pv_model_fixture_check(m, keep, o.fixture, why, sizeof why);
             printf("  agreement    %s: %s\n", a == 0 ? "OK" : a > 0 ? "DISAGREES" : "not checked", why);
             if (a > 0) disagree = 1;
             if (jf) fprintf(jf, ", \"agreement\": \"%s\"", a == 0 ? "ok" : a > 0 ? "disagrees" : "unchecked");

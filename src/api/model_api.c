@@ -117,6 +117,29 @@ pv_status pv_model_open(const char *name, const pv_model_options *opt, pv_model 
     return PV_OK;
 }
 
+pv_status pv_model_bench_defaults(const char *model, pv_bench_defaults *d)
+{
+    const pv_bundle *b = model ? pv_bundle_find(model) : NULL;
+    if (!b) return pvc_fail(NULL, PV_EINPUT, "model '%s' is not known", model ? model : "(null)");
+    if (!d) return pvc_fail(NULL, PV_EINPUT, "pv_model_bench_defaults: d is NULL");
+    memset(d, 0, sizeof *d);
+    if (!b->bench_defaults) return pvc_fail(NULL, PV_EUNSUPPORTED, "model '%s' has no default bench input: give one", model);
+    pvc_msg msg = { { 0 } };
+    pv_status s = b->bench_defaults(d, &msg);
+    return s == PV_OK ? PV_OK : pvc_fail(NULL, s, "%s", msg.text);
+}
+
+int pv_model_fixture_check(pv_model *m, const pv_result *r, const char *dir, char *why, size_t why_len)
+{
+    if (why && why_len) why[0] = 0;
+    if (!m || !r || !dir || !why || !why_len) return -1;
+    if (!m->b->fixture_check) { snprintf(why, why_len, "model '%s' has no reference fixture check", m->b->name); return -1; }
+    if (!enter(m)) { snprintf(why, why_len, "the model handle is closed"); return -1; }
+    int rc = m->b->fixture_check(m->impl, r, dir, why, why_len);
+    leave(m);
+    return rc;
+}
+
 pv_status pv_model_generate(const char *name, const char *dir)
 {
     const pv_bundle *b = name ? pv_bundle_find(name) : NULL;

@@ -16,6 +16,9 @@ typedef struct pv_bundle {
     pv_status (*generate)(const char *dir, pvc_msg *msg);
     /* Decodes one input item as run would, without running (pv_input_validate_for). */
     pv_status (*validate)(const pv_input *in, pvc_msg *msg);
+    /* pv_model_bench_defaults / pv_model_fixture_check (NULL: none). */
+    pv_status (*bench_defaults)(pv_bench_defaults *d, pvc_msg *msg);
+    int       (*fixture_check)(void *impl, const pv_result *r, const char *dir, char *why, size_t n);
 } pv_bundle;
 
 extern const pv_bundle pv_bundle_bevfusion;

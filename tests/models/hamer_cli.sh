@@ -59,7 +59,12 @@ cmp -s "$T/s1.json" "$T/s3.json" || bad "--weights DIR (generated file) differs 
 "$PV" info hamer --weights "$T/w" >"$T/info" 2>/dev/null || bad "info"
 grep -q '"sha256":' "$T/info" && grep -q '"depth":	2' "$T/info" || bad "info lacks sha256 / depth: $(cat "$T/info")"
 
-# 5. refusals: exit 1, a message naming the problem
+# 5. perceive bench: the default input (the fixture image, its four boxes) agrees with the reference
+(cd "$SRC" && "$PV" bench hamer --iters 1 --threads 2 --json "$T/bench.json") >"$T/bench.out" 2>&1 || bad "bench: $(cat "$T/bench.out")"
+grep -q "agreement    OK: 4 hands" "$T/bench.out" || bad "bench: no agreement line: $(cat "$T/bench.out")"
+grep -q '"engine_p50_ms"' "$T/bench.json" || bad "bench --json lacks the stage split"
+
+# 6. refusals: exit 1, a message naming the problem
 refuse() {   # refuse "what" "expected substring" args...
     what=$1; want=$2; shift 2
     if "$PV" "$@" >"$T/out" 2>"$T/err"; then bad "$what: accepted"; return; fi

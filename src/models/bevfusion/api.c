@@ -2,6 +2,7 @@
  * pv_result (objects, JSON, points for pictures). */
 #include "api/model_api.h"
 #include "io/bev_png.h"
+#include "io/io.h"
 #include "models/bevfusion/bundle.h"
 
 #include <cjson/cJSON.h>
@@ -328,7 +329,55 @@ static pv_status bf_validate(const pv_input *in, pvc_msg *msg)
     return s;
 }
 
+/* ---- perceive bench: the shipped frame and its reference objects -------------------------- */
+static pv_status bf_bench_defaults(pv_bench_defaults *d, pvc_msg *msg)
+{
+    (void)msg;
+    d->input = "tests/fixtures/bevfusion/scene/scene_000.pcd";
+    d->fixture = "tests/fixtures/bevfusion/scene";
+    return PV_OK;
+}
+
+/* Objects against DIR/expected.npz (tools/ref/bevfusion_ref.py): labels identical, positions
+ * within 1e-3 m. Only the generated fp32 model is what the fixture was made with. */
+static int bf_fixture_check(void *impl, const pv_result *r, const char *dir, char *why, size_t wn)
+{
+    pvm_bevfusion *m = impl;
+    if (strcmp(pvm_bevfusion_weights_kind(m), "generated")) {
+        snprintf(why, wn, "the stored fixture was made with the generated weights");
+        return -1;
+    }
+    if (strcmp(pvm_bevfusion_precision(m), "fp32")) {
+        snprintf(why, wn, "the stored fixture is fp32 (bf16 is gated by `ctest -R bevfusion_bf16`)");
+        return -1;
+    }
+    char p[4200];
+    snprintf(p, sizeof p, "%.4000s/expected.npz", dir);
+    pvio_arrays e = { 0 };
+    pvc_msg msg;
+    if (pvio_npz_read_file(p, &e, &msg) != PV_OK) { snprintf(why, wn, "%s", msg.text); return -1; }
+    const pvio_array *la = pvio_arrays_find(&e, "obj_label"), *xa = pvio_arrays_find(&e, "obj_xyz");
+    const pvc_tensor *lab = la ? &la->t : NULL, *xyz = xa ? &xa->t : NULL;
+    int rc = 0;
+    const pv_object3d *o;
+    int n = pv_result_objects3d(r, &o);
+    if (!lab || !xyz || lab->dtype != PV_U8 || xyz->dtype != PV_F32) { snprintf(why, wn, "%.300s lacks obj_label/obj_xyz", p); rc = -1; }
+    else if (pvc_numel(lab) != n) { snprintf(why, wn, "%d objects, the reference has %lld", n, (long long)pvc_numel(lab)); rc = 1; }
+    else
+        for (int i = 0; i < n && !rc; i++) {
+            const float *q = (const float *)xyz->data + 3 * i;
+            double dd = fmax(fabs(o[i].position[0] - q[0]), fmax(fabs(o[i].position[1] - q[1]), fabs(o[i].position[2] - q[2])));
+            if (o[i].label != ((const uint8_t *)lab->data)[i] || dd > 1e-3) {
+                snprintf(why, wn, "object %d: label %u vs %u, position off by %.3g m", i, o[i].label, ((const uint8_t *)lab->data)[i], dd);
+                rc = 1;
+            }
+        }
+    if (!rc) snprintf(why, wn, "%d objects agree with %.300s (labels identical, positions within 1e-3 m)", n, p);
+    pvio_arrays_free(&e);
+    return rc;
+}
+
 const pv_bundle pv_bundle_bevfusion = {
     "bevfusion", "Autoware BEVFusion-L lidar 3D detector (AutowareFoundation/bevfusion v2.0): point cloud -> DetectedObjects",
-    bf_open, bf_run, bf_info, bf_close, pvm_bevfusion_generate, bf_validate,
+    bf_open, bf_run, bf_info, bf_close, pvm_bevfusion_generate, bf_validate, bf_bench_defaults, bf_fixture_check,
 };

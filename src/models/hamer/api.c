@@ -422,7 +422,75 @@ static char *hm_info(void *impl)
     return r;
 }
 
+/* ---- perceive bench: the reference fixture's image, boxes and hands ------------------------- */
+#define HM_FIXTURE "tests/fixtures/hamer"
+
+static pv_status hm_bench_defaults(pv_bench_defaults *d, pvc_msg *msg)
+{
+    /* the image of tools/ref/hamer_ref.py's image.npz and its four boxes (two blurred crops) */
+    d->input = HM_FIXTURE "/image.png";
+    d->fixture = HM_FIXTURE;
+    pvio_arrays e = { 0 };
+    pv_status s = pvio_npz_read_file(HM_FIXTURE "/image.npz", &e, msg);
+    if (s != PV_OK) return s;
+    const pvio_array *ba = pvio_arrays_find(&e, "boxes"), *ra = pvio_arrays_find(&e, "is_right");
+    const pvc_tensor *b = ba ? &ba->t : NULL, *r = ra ? &ra->t : NULL;
+    if (!b || !r || b->dtype != PV_F32 || b->rank != 2 || b->dims[1] != 4 || b->dims[0] > PV_BENCH_MAX_PARAMS || pvc_numel(r) != b->dims[0])
+        s = pvc_fail(msg, PV_EFORMAT, "%s/image.npz lacks boxes [N,4] / is_right [N]", HM_FIXTURE);
+    for (int i = 0; s == PV_OK && i < b->dims[0]; i++) {
+        const float *v = (const float *)b->data + 4 * i;
+        snprintf(d->text[i], sizeof d->text[0], "%.9g,%.9g,%.9g,%.9g,%d", v[0], v[1], v[2], v[3], pvc_get_i64(r->data, r->dtype, i) != 0);
+        d->params[d->nparams++] = (pv_param){ "box", d->text[i] };
+    }
+    pvio_arrays_free(&e);
+    return s;
+}
+
+/* Vertices within 1e-4 m and image keypoints within 0.05 px of DIR/image.npz: only the generated
+ * fp32 2-block twin is the model the fixture was made with. */
+static int hm_fixture_check(void *impl, const pv_result *r, const char *dir, char *why, size_t wn)
+{
+    pvm_hamer *m = impl;
+    if (strcmp(pvm_hamer_weights_kind(m), "generated") || pvm_hamer_depth(m) != 2) {
+        snprintf(why, wn, "the stored fixture is the generated 2-block twin (PERCEIVE_HAMER_GEN_DEPTH=2); the %d-block %s model "
+                 "is gated through it by `ctest -R hamer_fixtures`", pvm_hamer_depth(m), pvm_hamer_weights_kind(m));
+        return -1;
+    }
+    if (strcmp(pvm_hamer_precision(m), "fp32")) {
+        snprintf(why, wn, "the stored fixture is fp32 (bf16 is gated by `ctest -R hamer_fixtures`)");
+        return -1;
+    }
+    char p[4200];
+    snprintf(p, sizeof p, "%.4000s/image.npz", dir);
+    pvio_arrays e = { 0 };
+    pvc_msg msg;
+    if (pvio_npz_read_file(p, &e, &msg) != PV_OK) { snprintf(why, wn, "%s", msg.text); return -1; }
+    const pvio_array *va = pvio_arrays_find(&e, "vertices"), *ka = pvio_arrays_find(&e, "keypoints_2d");
+    const pvc_tensor *v = va ? &va->t : NULL, *k = ka ? &ka->t : NULL;
+    const pv_hand *h;
+    int n = pv_result_hands(r, &h), rc = 0;
+    double dv = 0, dk = 0;
+    if (!v || !k || v->dtype != PV_F32 || k->dtype != PV_F32 || v->rank != 3 || k->rank != 3) {
+        snprintf(why, wn, "%.300s lacks vertices / keypoints_2d", p);
+        rc = -1;
+    } else if (v->dims[0] != n || k->dims[0] != n) {
+        snprintf(why, wn, "%d hands, the reference has %lld", n, (long long)v->dims[0]);
+        rc = 1;
+    } else {
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < PV_HAND_VERTICES * 3; j++)
+                dv = fmax(dv, fabs(h[i].vertices[j] - ((const float *)v->data)[(size_t)i * PV_HAND_VERTICES * 3 + j]));
+            for (int j = 0; j < PV_HAND_KEYPOINTS * 2; j++)
+                dk = fmax(dk, fabs(h[i].keypoints_2d[j] - ((const float *)k->data)[(size_t)i * PV_HAND_KEYPOINTS * 2 + j]));
+        }
+        rc = !(dv <= 1e-4 && dk <= 0.05);
+        snprintf(why, wn, "%d hands: vertices within %.2g m, keypoints_2d within %.2g px of %.300s (gates 1e-4 m, 0.05 px)", n, dv, dk, p);
+    }
+    pvio_arrays_free(&e);
+    return rc;
+}
+
 const pv_bundle pv_bundle_hamer = {
     "hamer", "HaMeR 3D hand meshes (Pavlakos et al., CVPR 2024): image + hand boxes -> MANO meshes, keypoints, cameras",
-    hm_open, hm_run, hm_info, hm_close, pvm_hamer_generate, hm_validate,
+    hm_open, hm_run, hm_info, hm_close, pvm_hamer_generate, hm_validate, hm_bench_defaults, hm_fixture_check,
 };
