@@ -12,3 +12,8 @@ mkdir -p build/demo
 "$PERCEIVE" run bevfusion tests/fixtures/bevfusion/scene/scene_000.pcd \
     --json build/demo/bevfusion.json --png build/demo/bevfusion.png
 echo "result: build/demo/bevfusion.json, picture: build/demo/bevfusion.png"
+# HaMeR on the shipped synthetic picture with a right and a left hand box (the full 32-block
+# model: without hamer.safetensors it is generated in memory, ~2.7 GB, and labelled so).
+"$PERCEIVE" run hamer tests/fixtures/hamer/image.png --box 233,141,322,301 --box 521,276,689,397 --left \
+    --json build/demo/hamer.json --png build/demo/hamer.png
+echo "result: build/demo/hamer.json, picture: build/demo/hamer.png"
