@@ -5,6 +5,7 @@
 #include "io/points.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -309,6 +310,24 @@ pv_status pv_input_validate(const pv_input *in)
     pv_status s = pv_input_decode(in, &c, &msg);
     pvio_cloud_free(&c);
     return s == PV_OK ? PV_OK : pvc_fail(NULL, s, "%s", msg.text);
+}
+
+bool pv_pathf(char *dst, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < cap;
+}
+
+bool pv_cache_root(char *dst, size_t cap)
+{
+    const char *root = getenv("PERCEIVE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (root && *root) return pv_pathf(dst, cap, "%s", root);
+    if (xdg && *xdg) return pv_pathf(dst, cap, "%s/perceive", xdg);
+    if (home && *home) return pv_pathf(dst, cap, "%s/.cache/perceive", home);
+    return false;
 }
 
 pv_status pv_parse_floats(const char *key, const char *value, double *v, int want, pvc_msg *msg)

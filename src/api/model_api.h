@@ -49,6 +49,13 @@ struct pv_result {
 
 /* Decodes one input item into a cloud (messages name the item). */
 pv_status pv_input_decode(const pv_input *in, pvio_cloud *out, pvc_msg *msg);
+/* Shared by the bundles' artifact lookup. pv_pathf: snprintf that says whether the path fit (a
+ * truncated path would name another file, so callers treat false as "not there").
+ * pv_cache_root: where perceive's cache lives: PERCEIVE_CACHE_DIR, else $XDG_CACHE_HOME/perceive,
+ * else ~/.cache/perceive; false when none of them is set. */
+bool pv_pathf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool pv_cache_root(char *dst, size_t cap);
+
 /* Parses want comma-separated finite numbers (brackets and spaces allowed). */
 pv_status pv_parse_floats(const char *key, const char *value, double *v, int want, pvc_msg *msg);
 

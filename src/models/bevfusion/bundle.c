@@ -1,12 +1,12 @@
 /* bevfusion bundle: artifacts, load (encoder + dense plan), one frame, JSON. */
 #include "models/bevfusion/bundle.h"
+#include "api/model_api.h"
 #include "graph/onnx.h"
 #include "io/checksum.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,16 +55,6 @@ struct pvm_bevfusion {
 };
 
 /* ---- artifacts ---------------------------------------------------------------------------- */
-/* Paths: a truncated one would name another file, so callers treat false as "not there". */
-static bool pathf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool pathf(char *dst, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(dst, cap, fmt, ap);
-    va_end(ap);
-    return n >= 0 && (size_t)n < cap;
-}
 
 static bool file_exists(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISREG(st.st_mode); }
 
@@ -72,7 +62,7 @@ static bool dir_has_files(const char *dir)
 {
     char p[4200];
     for (int i = 0; i < PVM_BF_NFILES; i++) {
-        (void)pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
+        (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
         if (!file_exists(p)) return false;
     }
     return true;
@@ -81,7 +71,7 @@ static bool dir_has_files(const char *dir)
 static pv_status mkdirs(const char *path, pvc_msg *msg)
 {
     char p[4096];
-    (void)pathf(p, sizeof p, "%s", path);
+    (void)pv_pathf(p, sizeof p, "%s", path);
     for (char *s = p + 1; *s; s++) {
         if (*s != '/') continue;
         *s = 0;
@@ -106,31 +96,31 @@ pv_status pvm_bevfusion_generate(const char *dir, pvc_msg *msg)
     pv_status s = mkdirs(dir, msg);
     if (s != PV_OK) return s;
     char p[4200];
-    (void)pathf(p, sizeof p, "%s/%s", dir, file_names[0]);
+    (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[0]);
     pvg_fill_stats st;
     if ((s = pvg_onnx_fill_buffer(pvm_bevfusion_skeleton, pvm_bevfusion_skeleton_len, "bevfusion skeleton", p,
                                   PVM_BF_GEN_SEED, SIZE_MAX, &st, msg)) != PV_OK)
         return s;
-    (void)pathf(p, sizeof p, "%s/%s", dir, file_names[1]);
+    (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[1]);
     if ((s = write_text(p, pvm_bevfusion_ml_package_v2_yaml, msg)) != PV_OK) return s;
-    (void)pathf(p, sizeof p, "%s/%s", dir, file_names[2]);
+    (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[2]);
     if ((s = write_text(p, pvm_bevfusion_remapper_yaml, msg)) != PV_OK) return s;
     /* a manifest of what was written, checked on reuse */
     char hex[PVM_BF_NFILES][65], man[1024];
     int o = 0;
     for (int i = 0; i < PVM_BF_NFILES; i++) {
-        (void)pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
+        (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
         if ((s = pvio_sha256_file(p, hex[i], msg)) != PV_OK) return s;
         o += snprintf(man + o, sizeof man - (size_t)o, "%s  %s\n", hex[i], file_names[i]);
     }
-    (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
+    (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
     return write_text(p, man, msg);
 }
 
 static bool manifest_ok(const char *dir)
 {
     char p[4200], line[512];
-    (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
+    (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
     FILE *f = fopen(p, "rb");
     if (!f) return false;
     int good = 0;
@@ -139,7 +129,7 @@ static bool manifest_ok(const char *dir)
         if (sscanf(line, "%64s %255s", want, name) != 2) continue;
         char got[65];
         pvc_msg m;
-        (void)pathf(p, sizeof p, "%s/%s", dir, name);
+        (void)pv_pathf(p, sizeof p, "%s/%s", dir, name);
         if (pvio_sha256_file(p, got, &m) != PV_OK || strcmp(got, want)) { fclose(f); return false; }
         good++;
     }
@@ -150,16 +140,12 @@ static bool manifest_ok(const char *dir)
 /* The generated bundle's directory: one per skeleton (hash in the name) and seed. */
 static pv_status generated_dir(char *dir, size_t cap, pvc_msg *msg)
 {
-    const char *root = getenv("PERCEIVE_CACHE_DIR");
     char base[4096];
-    if (root && *root) (void)pathf(base, sizeof base, "%s", root);
-    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME")) (void)pathf(base, sizeof base, "%s/perceive", getenv("XDG_CACHE_HOME"));
-    else if (getenv("HOME") && *getenv("HOME")) (void)pathf(base, sizeof base, "%s/.cache/perceive", getenv("HOME"));
-    else return pvc_fail(msg, PV_ENOWEIGHTS, "no cache directory for generated weights: set PERCEIVE_CACHE_DIR");
+    if (!pv_cache_root(base, sizeof base)) return pvc_fail(msg, PV_ENOWEIGHTS, "no cache directory for generated weights: set PERCEIVE_CACHE_DIR");
     char hex[65];
     pvio_sha256_hex(pvm_bevfusion_skeleton, pvm_bevfusion_skeleton_len, hex);
     hex[12] = 0;
-    (void)pathf(dir, cap, "%s/generated/bevfusion-%s-%s-seed%d", base, PVM_BF_REVISION, hex, PVM_BF_GEN_SEED);
+    (void)pv_pathf(dir, cap, "%s/generated/bevfusion-%s-%s-seed%d", base, PVM_BF_REVISION, hex, PVM_BF_GEN_SEED);
     return PV_OK;
 }
 
@@ -170,20 +156,20 @@ static pv_status make_generated(char *dir, size_t cap, pvc_msg *msg)
     if (dir_has_files(dir) && manifest_ok(dir)) return PV_OK;
     /* build beside, then rename: concurrent first uses never see a half-written bundle */
     char tmp[4200];
-    (void)pathf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+    (void)pv_pathf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
     if ((s = pvm_bevfusion_generate(tmp, msg)) != PV_OK) return s;
     if (rename(tmp, dir) != 0) {
         if (dir_has_files(dir) && manifest_ok(dir)) {     /* another process won the race */
             char p[4300];
-            for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pathf(p, sizeof p, "%s/%s", tmp, file_names[i]); remove(p); }
-            (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", tmp); remove(p);
+            for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pv_pathf(p, sizeof p, "%s/%s", tmp, file_names[i]); remove(p); }
+            (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", tmp); remove(p);
             rmdir(tmp);
             return PV_OK;
         }
         /* a stale, broken bundle: replace it */
         char p[4300];
-        for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pathf(p, sizeof p, "%s/%s", dir, file_names[i]); remove(p); }
-        (void)pathf(p, sizeof p, "%s/MANIFEST.sha256", dir); remove(p);
+        for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[i]); remove(p); }
+        (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", dir); remove(p);
         rmdir(dir);
         if (rename(tmp, dir) != 0) return pvc_fail(msg, PV_EINPUT, "cannot move '%s' to '%s': %s", tmp, dir, strerror(errno));
     }
@@ -195,9 +181,9 @@ static pv_status resolve(pvm_bevfusion *m, const pvm_bevfusion_options *opt, cha
     const char *wd = opt && opt->weights_dir ? opt->weights_dir : NULL;
     if (wd) {
         char sub[4200];
-        (void)pathf(sub, sizeof sub, "%s/bevfusion", wd);
-        if (dir_has_files(wd)) (void)pathf(dir, cap, "%s", wd);
-        else if (dir_has_files(sub)) (void)pathf(dir, cap, "%s", sub);
+        (void)pv_pathf(sub, sizeof sub, "%s/bevfusion", wd);
+        if (dir_has_files(wd)) (void)pv_pathf(dir, cap, "%s", wd);
+        else if (dir_has_files(sub)) (void)pv_pathf(dir, cap, "%s", sub);
         else
             return pvc_fail(msg, PV_ENOWEIGHTS, "--weights '%s': %s, %s and %s not found there (nor in '%s/bevfusion')", wd,
                             file_names[0], file_names[1], file_names[2], wd);
@@ -207,23 +193,23 @@ static pv_status resolve(pvm_bevfusion *m, const pvm_bevfusion_options *opt, cha
     const char *env = getenv("PERCEIVE_WEIGHTS_DIR");
     if (env && *env) {
         char sub[4200];
-        (void)pathf(sub, sizeof sub, "%s/bevfusion", env);
-        if (dir_has_files(sub)) { (void)pathf(dir, cap, "%s", sub); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
-        if (dir_has_files(env)) { (void)pathf(dir, cap, "%s", env); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
+        (void)pv_pathf(sub, sizeof sub, "%s/bevfusion", env);
+        if (dir_has_files(sub)) { (void)pv_pathf(dir, cap, "%s", sub); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
+        if (dir_has_files(env)) { (void)pv_pathf(dir, cap, "%s", env); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
     }
     char hub[4096];
-    if (getenv("HF_HUB_CACHE") && *getenv("HF_HUB_CACHE")) (void)pathf(hub, sizeof hub, "%s", getenv("HF_HUB_CACHE"));
-    else if (getenv("HF_HOME") && *getenv("HF_HOME")) (void)pathf(hub, sizeof hub, "%s/hub", getenv("HF_HOME"));
-    else if (getenv("HOME")) (void)pathf(hub, sizeof hub, "%s/.cache/huggingface/hub", getenv("HOME"));
+    if (getenv("HF_HUB_CACHE") && *getenv("HF_HUB_CACHE")) (void)pv_pathf(hub, sizeof hub, "%s", getenv("HF_HUB_CACHE"));
+    else if (getenv("HF_HOME") && *getenv("HF_HOME")) (void)pv_pathf(hub, sizeof hub, "%s/hub", getenv("HF_HOME"));
+    else if (getenv("HOME")) (void)pv_pathf(hub, sizeof hub, "%s/.cache/huggingface/hub", getenv("HOME"));
     else hub[0] = 0;
     char snap[4300];
-    (void)pathf(snap, sizeof snap, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, PVM_BF_COMMIT);
-    if (hub[0] && dir_has_files(snap)) { (void)pathf(dir, cap, "%s", snap); snprintf(m->kind, sizeof m->kind, "release"); return PV_OK; }
+    (void)pv_pathf(snap, sizeof snap, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, PVM_BF_COMMIT);
+    if (hub[0] && dir_has_files(snap)) { (void)pv_pathf(dir, cap, "%s", snap); snprintf(m->kind, sizeof m->kind, "release"); return PV_OK; }
     /* The pinned commit comes from a secondary source: also follow the cache's own record of
      * what the v2.0 tag resolved to (refs/v2.0 holds the commit `hf download --revision v2.0`
      * fetched); the sha256 checks then say whether the files are the release's. */
     char ref[4300], commit[128] = "";
-    (void)pathf(ref, sizeof ref, "%s/models--AutowareFoundation--bevfusion/refs/%s", hub, PVM_BF_REVISION);
+    (void)pv_pathf(ref, sizeof ref, "%s/models--AutowareFoundation--bevfusion/refs/%s", hub, PVM_BF_REVISION);
     FILE *rf = hub[0] ? fopen(ref, "rb") : NULL;
     if (rf) {
         size_t n = fread(commit, 1, sizeof commit - 1, rf);
@@ -233,9 +219,9 @@ static pv_status resolve(pvm_bevfusion *m, const pvm_bevfusion_options *opt, cha
         bool hex = n > 0 && commit[0];
         for (const char *c = commit; *c; c++) hex = hex && ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'));
         char snap2[4400];
-        if (hex && pathf(snap2, sizeof snap2, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, commit) &&
+        if (hex && pv_pathf(snap2, sizeof snap2, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, commit) &&
             dir_has_files(snap2)) {
-            (void)pathf(dir, cap, "%s", snap2);
+            (void)pv_pathf(dir, cap, "%s", snap2);
             snprintf(m->kind, sizeof m->kind, "release");
             return PV_OK;
         }
@@ -304,9 +290,9 @@ static pv_status load_model(pvm_bevfusion *m, pvc_msg *msg)
     pv_status s = pvg_read_file(m->art[0].path, &buf, &len, msg);
     if (s != PV_OK) return s;
     char dir[4096];
-    (void)pathf(dir, sizeof dir, "%s", m->art[0].path);
+    (void)pv_pathf(dir, sizeof dir, "%s", m->art[0].path);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0; else (void)pathf(dir, sizeof dir, ".");
+    if (slash) *slash = 0; else (void)pv_pathf(dir, sizeof dir, ".");
     pvg_graph *probe = NULL;
     s = pvg_graph_load_onnx(buf, len, dir, &m->dense_g, msg);
     if (s == PV_OK) s = pvg_graph_load_onnx(buf, len, dir, &probe, msg);
@@ -413,7 +399,7 @@ pv_status pvm_bevfusion_open(const pvm_bevfusion_options *opt, pvm_bevfusion **o
         pvm_bevfusion_artifact *a = &m->art[i];
         a->name = file_names[i];
         a->expected = file_sha256[i];
-        (void)pathf(a->path, sizeof a->path, "%s/%s", dir, file_names[i]);
+        (void)pv_pathf(a->path, sizeof a->path, "%s/%s", dir, file_names[i]);
         s = pvio_sha256_file(a->path, a->sha256, msg);
         a->verified = s == PV_OK && !strcmp(a->sha256, a->expected);
         /* a release file that is not the pinned one is refused: its contract may differ */

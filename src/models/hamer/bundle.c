@@ -1,5 +1,6 @@
 /* hamer bundle: the handle and one frame's run (bundle.h). */
 #include "models/hamer/bundle.h"
+#include "api/model_api.h"
 #include "models/hamer/mano.h"
 #include "models/hamer/net.h"
 #include "models/hamer/pre.h"
@@ -7,7 +8,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +25,6 @@ struct pvm_hamer {
     double          load_ms;
 };
 
-static bool pathf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool pathf(char *dst, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(dst, cap, fmt, ap);
-    va_end(ap);
-    return n >= 0 && (size_t)n < cap;
-}
 
 static bool is_file(const char *p)
 {
@@ -44,23 +35,14 @@ static bool is_file(const char *p)
 /* DIR/hamer.safetensors or DIR/hamer/hamer.safetensors into path. */
 static bool in_dir(const char *dir, char *path, size_t cap)
 {
-    if (pathf(path, cap, "%s/%s", dir, PVM_HAMER_FILE) && is_file(path)) return true;
-    return pathf(path, cap, "%s/hamer/%s", dir, PVM_HAMER_FILE) && is_file(path);
+    if (pv_pathf(path, cap, "%s/%s", dir, PVM_HAMER_FILE) && is_file(path)) return true;
+    return pv_pathf(path, cap, "%s/hamer/%s", dir, PVM_HAMER_FILE) && is_file(path);
 }
 
 static const char convert_hint[] =
     "convert the release with: python3 tools/convert/hamer.py --ckpt _DATA/hamer_ckpts/checkpoints/hamer.ckpt "
     "--mano _DATA/data/mano/MANO_RIGHT.pkl --out DIR/hamer.safetensors (hamer_demo_data.tar.gz from the HaMeR repo's "
     "fetch_demo_data.sh; MANO_RIGHT.pkl from https://mano.is.tue.mpg.de after registering)";
-
-static bool cache_root(char *dst, size_t cap)
-{
-    const char *root = getenv("PERCEIVE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (root && *root) return pathf(dst, cap, "%s", root);
-    if (xdg && *xdg) return pathf(dst, cap, "%s/perceive", xdg);
-    if (home && *home) return pathf(dst, cap, "%s/.cache/perceive", home);
-    return false;
-}
 
 /* The weights file into path, or "" for generated weights. */
 static pv_status resolve(const pvm_hamer_options *opt, char *path, size_t cap, pvc_msg *msg)
@@ -70,7 +52,7 @@ static pv_status resolve(const pvm_hamer_options *opt, char *path, size_t cap, p
     if (wd) {
         if (in_dir(wd, path, cap)) return PV_OK;
         char ck[4200];
-        bool has_ckpt = pathf(ck, sizeof ck, "%s/hamer.ckpt", wd) && is_file(ck);
+        bool has_ckpt = pv_pathf(ck, sizeof ck, "%s/hamer.ckpt", wd) && is_file(ck);
         path[0] = 0;
         return pvc_fail(msg, PV_ENOWEIGHTS, "--weights '%.200s': no %s there (nor in '%.200s/hamer')%s; %s", wd, PVM_HAMER_FILE, wd,
                         has_ckpt ? " but hamer.ckpt is: it needs converting" : "", convert_hint);
@@ -78,11 +60,11 @@ static pv_status resolve(const pvm_hamer_options *opt, char *path, size_t cap, p
     const char *env = getenv("PERCEIVE_WEIGHTS_DIR");
     if (env && *env && in_dir(env, path, cap)) return PV_OK;
     char root[4096];
-    if (cache_root(root, sizeof root) && in_dir(root, path, cap)) return PV_OK;
+    if (pv_cache_root(root, sizeof root) && in_dir(root, path, cap)) return PV_OK;
     path[0] = 0;
     if (opt && opt->strict)
         return pvc_fail(msg, PV_ENOWEIGHTS, "hamer: %s not found (--weights, PERCEIVE_WEIGHTS_DIR, %.200s/hamer); %s", PVM_HAMER_FILE,
-                        cache_root(root, sizeof root) ? root : "the cache", convert_hint);
+                        pv_cache_root(root, sizeof root) ? root : "the cache", convert_hint);
     return PV_OK;
 }
 
@@ -266,7 +248,7 @@ pv_status pvm_hamer_generate(const char *dir, pvc_msg *msg)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return pvc_fail(msg, PV_EINPUT, "cannot create '%s': %s", dir, strerror(errno));
     char path[4200];
-    if (!pathf(path, sizeof path, "%s/%s", dir, PVM_HAMER_FILE)) return pvc_fail(msg, PV_EINPUT, "directory name too long: '%.200s'", dir);
+    if (!pv_pathf(path, sizeof path, "%s/%s", dir, PVM_HAMER_FILE)) return pvc_fail(msg, PV_EINPUT, "directory name too long: '%.200s'", dir);
     pvm_hamer_wset w;
     pv_status s = pvm_hamer_wset_generate(gen_depth(), PVM_HAMER_GEN_SEED, &w, msg);
     if (s != PV_OK) return s;
