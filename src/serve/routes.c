@@ -217,7 +217,7 @@ static char *json_param_text(const cJSON *v, const char *key, pvsv_reply *r)
         return dup_or_reply(num, strlen(num), key, r);
     }
     if (cJSON_IsArray(v) && v->child && cJSON_IsArray(v->child)) {
-        /* rows of numbers (hamer's boxes): "a,b,c;d,e,f" */
+        /* rows of numbers (e.g. boxes): "a,b,c;d,e,f" */
         int n = cJSON_GetArraySize(v);
         if (n > 64) { pvsv_reply_error(r, 400, "PV_EINPUT", "param '%.64s': %d rows (want at most 64)", key, n); return NULL; }
         size_t cap = 1, o = 0;
@@ -350,7 +350,7 @@ static bool parse_json(pvsv_predict *p, const char *dflt_fmt, const void *body, 
             ninputs++;
         } else if (!own_param(p, c->string, c, r)) goto done;
     }
-    if (!ninputs) { pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: no input object (\"points\": {\"format\", \"data\"}, or \"image\" / \"crop\" for hamer)"); goto done; }
+    if (!ninputs) { pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON: no input object ({\"NAME\": {\"format\", \"data\"}} with NAME one of the model's inputs, e.g. points, image, crop)"); goto done; }
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sweeps");
     if (sw) {
         if (!cJSON_IsArray(sw)) { pvsv_reply_error(r, 400, "PV_EINPUT", "sweeps: want an array"); goto done; }
