@@ -1,6 +1,7 @@
 /* Bird's-eye-view PNG: validation, layout, a small raster (rings, points, ego, boxes, text in
  * perceive's own 5x7 font) on one RGB canvas, and libpng encoding into a growable buffer. */
 #include "io/bev_png.h"
+#include "io/draw.h"
 #include "io/image.h"
 
 #include <errno.h>
@@ -131,38 +132,8 @@ static const char *glyph_rows(unsigned char c)
 }
 
 /* ---- canvas ----------------------------------------------------------------------------------- */
-typedef struct rect { int x0, y0, x1, y1; } rect;     /* [x0, x1) x [y0, y1) */
-
-typedef struct canvas {
-    uint8_t *px;
-    int w, h;
-    rect clip;
-} canvas;
-
-static inline void put(const canvas *c, int x, int y, const uint8_t rgb[3])
-{
-    if (x < c->clip.x0 || x >= c->clip.x1 || y < c->clip.y0 || y >= c->clip.y1) return;
-    uint8_t *p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
-    p[0] = rgb[0];
-    p[1] = rgb[1];
-    p[2] = rgb[2];
-}
-
-static void fill(const canvas *c, int x0, int y0, int x1, int y1, const uint8_t rgb[3])
-{
-    x0 = PVC_MAX(x0, c->clip.x0);
-    y0 = PVC_MAX(y0, c->clip.y0);
-    x1 = PVC_MIN(x1, c->clip.x1);
-    y1 = PVC_MIN(y1, c->clip.y1);
-    for (int y = y0; y < y1; y++)
-        for (int x = x0; x < x1; x++) put(c, x, y, rgb);
-}
-
-/* Pixel coordinates far off the canvas are skipped before any float-to-int conversion: the
- * limit keeps every later int sum away from overflow. */
-#define PX_FAR 1.0e6
-
-static bool px_ok(double v) { return v > -PX_FAR && v < PX_FAR; }
+/* The shared raster: io/draw.h. */
+typedef pvio_canvas canvas;
 
 /* Text width in pixels for n glyphs at scale ts (one blank column between glyphs). */
 static int text_width(size_t n, int ts)
@@ -175,13 +146,13 @@ static void draw_text(const canvas *c, int x, int y, const char *s, size_t n, in
                       const uint8_t rgb[3])
 {
     for (size_t i = 0; i < n && s[i]; i++, x += (PVIO_BEV_GLYPH_W + 1) * ts) {
-        if (x >= c->clip.x1) break;
-        if (x + PVIO_BEV_GLYPH_W * ts <= c->clip.x0) continue;
+        if (x >= c->x1) break;
+        if (x + PVIO_BEV_GLYPH_W * ts <= c->x0) continue;
         const char *rows = glyph_rows((unsigned char)s[i]);
         for (int gy = 0; gy < PVIO_BEV_GLYPH_H; gy++)
             for (int gx = 0; gx < PVIO_BEV_GLYPH_W; gx++)
                 if (rows[gy * PVIO_BEV_GLYPH_W + gx] == '#')
-                    fill(c, x + gx * ts, y + gy * ts, x + (gx + 1) * ts, y + (gy + 1) * ts, rgb);
+                    pvio_draw_fill(c, x + gx * ts, y + gy * ts, x + (gx + 1) * ts, y + (gy + 1) * ts, rgb);
     }
 }
 
@@ -206,7 +177,7 @@ void pvio_text_draw(uint8_t *rgb, int w, int h, int x, int y, const char *text, 
     if (!rgb || !text || !color || w <= 0 || h <= 0 || scale < 1 || scale > TEXT_MAX_SCALE) return;
     /* Wholly above, below or right of the canvas: nothing to draw (and no sum can overflow). */
     if (y >= h || (long long)y + (long long)PVIO_BEV_GLYPH_H * scale <= 0 || x >= w) return;
-    const canvas c = { rgb, w, h, { 0, 0, w, h } };
+    const canvas c = pvio_canvas_make(rgb, w, h);
     /* Glyphs wholly left of the canvas are skipped by draw_text; start at the first that can
      * show, so a very negative x costs nothing and x never nears INT_MIN arithmetic. */
     size_t n = strlen(text), skip = 0;
@@ -217,53 +188,6 @@ void pvio_text_draw(uint8_t *rgb, int w, int h, int x, int y, const char *text, 
     }
     draw_text(&c, (int)((long long)x + (long long)skip * cell), y, text + skip, n - skip, scale,
               color);
-}
-
-/* Liang-Barsky: clips the segment (x0,y0)-(x1,y1) to [lo_x, hi_x] x [lo_y, hi_y] in place;
- * false when nothing of it is left. */
-static bool clip_segment(double *x0, double *y0, double *x1, double *y1, double lo_x, double lo_y,
-                         double hi_x, double hi_y)
-{
-    double t0 = 0.0, t1 = 1.0, dx = *x1 - *x0, dy = *y1 - *y0;
-    const double p[4] = { -dx, dx, -dy, dy };
-    const double q[4] = { *x0 - lo_x, hi_x - *x0, *y0 - lo_y, hi_y - *y0 };
-    for (int i = 0; i < 4; i++) {
-        if (p[i] == 0.0) {
-            if (q[i] < 0.0) return false;
-            continue;
-        }
-        double r = q[i] / p[i];
-        if (p[i] < 0.0) { if (r > t1) return false; if (r > t0) t0 = r; }
-        else { if (r < t0) return false; if (r < t1) t1 = r; }
-    }
-    double ax = *x0 + t0 * dx, ay = *y0 + t0 * dy;
-    *x1 = *x0 + t1 * dx;
-    *y1 = *y0 + t1 * dy;
-    *x0 = ax;
-    *y0 = ay;
-    return true;
-}
-
-/* A line between two continuous pixel positions, lw pixels wide (Bresenham between the pixels
- * that hold the end points, a lw x lw square per step). */
-static void draw_line(const canvas *c, double x0, double y0, double x1, double y1, int lw,
-                      const uint8_t rgb[3])
-{
-    double m = (double)lw + 2.0;
-    if (!clip_segment(&x0, &y0, &x1, &y1, c->clip.x0 - m, c->clip.y0 - m, c->clip.x1 + m,
-                      c->clip.y1 + m))
-        return;
-    int ax = (int)floor(x0), ay = (int)floor(y0), bx = (int)floor(x1), by = (int)floor(y1);
-    int dx = abs(bx - ax), dy = -abs(by - ay), sx = ax < bx ? 1 : -1, sy = ay < by ? 1 : -1;
-    int err = dx + dy, off = (lw - 1) / 2;
-    for (;;) {
-        if (lw == 1) put(c, ax, ay, rgb);
-        else fill(c, ax - off, ay - off, ax - off + lw, ay - off + lw, rgb);
-        if (ax == bx && ay == by) break;
-        int e2 = 2 * err;
-        if (e2 >= dy) { err += dy; ax += sx; }
-        if (e2 <= dx) { err += dx; ay += sy; }
-    }
 }
 
 /* ---- validation and layout ------------------------------------------------------------------ */
@@ -387,27 +311,27 @@ static void draw_rings(const canvas *c, const pvio_bev_view *v, const pvio_bev_g
         double r = step * k;
         /* Per row, the columns where the ring crosses it; per column, the rows: no gaps at any
          * slope, and the cost is the image's perimeter, not the ring's. */
-        for (int row = c->clip.y0; row < c->clip.y1; row++) {
+        for (int row = c->y0; row < c->y1; row++) {
             double x = (g->row0 - (row + 0.5)) / s;
             if (fabs(x) > r) continue;
             double y = sqrt(r * r - x * x);
             for (int sg = -1; sg <= 1; sg += 2) {
                 double col = g->col0 - sg * y * s;
-                if (px_ok(col)) put(c, (int)floor(col), row, ink);
+                if (pvio_draw_px_ok(col)) pvio_draw_put(c, (int)floor(col), row, ink);
             }
         }
-        for (int col = c->clip.x0; col < c->clip.x1; col++) {
+        for (int col = c->x0; col < c->x1; col++) {
             double y = (g->col0 - (col + 0.5)) / s;
             if (fabs(y) > r) continue;
             double x = sqrt(r * r - y * y);
             for (int sg = -1; sg <= 1; sg += 2) {
                 double row = g->row0 - sg * x * s;
-                if (px_ok(row)) put(c, col, (int)floor(row), ink);
+                if (pvio_draw_px_ok(row)) pvio_draw_put(c, col, (int)floor(row), ink);
             }
         }
         /* Its distance, just right of where it crosses +x. */
         double lc = g->col0, lr = g->row0 - r * s;
-        if (px_ok(lc) && px_ok(lr) && lr >= c->clip.y0 && lr < c->clip.y1) {
+        if (pvio_draw_px_ok(lc) && pvio_draw_px_ok(lr) && lr >= c->y0 && lr < c->y1) {
             char txt[24];
             int n = snprintf(txt, sizeof txt, "%.0f M", r);
             int ts = g->text_scale;
@@ -426,7 +350,7 @@ static void draw_points(const canvas *c, const pvio_bev_view *v, const pvio_bev_
     if (z0 == 0.0f && z1 == 0.0f) { z0 = Z_DEFAULT_MIN; z1 = Z_DEFAULT_MAX; }
     const float zs = 255.0f / (z1 - z0);
     const double s = g->px_per_m, col0 = g->col0, row0 = g->row0;
-    const double cx0 = c->clip.x0, cx1 = c->clip.x1, cy0 = c->clip.y0, cy1 = c->clip.y1;
+    const double cx0 = c->x0, cx1 = c->x1, cy0 = c->y0, cy1 = c->y1;
     const size_t w = (size_t)c->w;
     for (int64_t i = 0; i < npts; i++) {
         const float *p = pts + i * stride;
@@ -446,7 +370,7 @@ static void draw_points(const canvas *c, const pvio_bev_view *v, const pvio_bev_
 /* A filled triangle pointing +x (up) with its centroid on the origin's pixel. */
 static void draw_ego(const canvas *c, const pvio_bev_geom *g)
 {
-    if (!px_ok(g->col0) || !px_ok(g->row0)) return;
+    if (!pvio_draw_px_ok(g->col0) || !pvio_draw_px_ok(g->row0)) return;
     int ts = g->text_scale;
     double want = nearbyint(3.0 * g->px_per_m);
     int h = (int)fmin(fmax(want, 6.0 * ts + 2.0), 30.0 * ts);
@@ -456,7 +380,7 @@ static void draw_ego(const canvas *c, const pvio_bev_geom *g)
     pvio_bev_rgb(PVIO_BEV_INK_EGO, ink);
     for (int k = 0; k < h; k++) {
         int hw = (k * half + (h - 1) / 2) / (h - 1);
-        fill(c, ox - hw, apex + k, ox + hw + 1, apex + k + 1, ink);
+        pvio_draw_fill(c, ox - hw, apex + k, ox + hw + 1, apex + k + 1, ink);
     }
 }
 
@@ -476,10 +400,10 @@ static void draw_box(const canvas *c, const pvio_bev_geom *g, const pvio_bev_box
         pr[i] = g->row0 - wx * s;
     }
     for (int i = 0; i < 4; i++)
-        draw_line(c, pc[i], pr[i], pc[(i + 1) % 4], pr[(i + 1) % 4], g->line_px, ink);
+        pvio_draw_line(c, pc[i], pr[i], pc[(i + 1) % 4], pr[(i + 1) % 4], g->line_px, ink);
     double ccol = g->col0 - b->y * s, crow = g->row0 - b->x * s;
     double fcol = g->col0 - (b->y + hl * syaw) * s, frow = g->row0 - (b->x + hl * cyaw) * s;
-    draw_line(c, ccol, crow, fcol, frow, g->line_px, ink);
+    pvio_draw_line(c, ccol, crow, fcol, frow, g->line_px, ink);
 
     char txt[LABEL_MAX + 24];
     int n;
@@ -494,14 +418,14 @@ static void draw_box(const canvas *c, const pvio_bev_geom *g, const pvio_bev_box
     double minc = fmin(fmin(pc[0], pc[1]), fmin(pc[2], pc[3]));
     double maxc = fmax(fmax(pc[0], pc[1]), fmax(pc[2], pc[3]));
     double minr = fmin(fmin(pr[0], pr[1]), fmin(pr[2], pr[3]));
-    if (!px_ok(minc) || !px_ok(maxc) || !px_ok(minr)) return;
+    if (!pvio_draw_px_ok(minc) || !pvio_draw_px_ok(maxc) || !pvio_draw_px_ok(minr)) return;
     int tw = text_width(tn, g->text_scale), gap = PVIO_BEV_LABEL_GAP(g);
     int tx = (int)floor(maxc) + 1 + gap, ty = (int)floor(minr), ts = g->text_scale;
-    if (tx + tw > c->clip.x1) tx = (int)floor(minc) - gap - tw;
+    if (tx + tw > c->x1) tx = (int)floor(minc) - gap - tw;
     /* A plate of background under the text keeps it readable over dense points. */
     uint8_t bg[3];
     pvio_bev_rgb(PVIO_BEV_INK_BACKGROUND, bg);
-    fill(c, tx - ts, ty - ts, tx + tw + ts, ty + (PVIO_BEV_GLYPH_H + 1) * ts, bg);
+    pvio_draw_fill(c, tx - ts, ty - ts, tx + tw + ts, ty + (PVIO_BEV_GLYPH_H + 1) * ts, bg);
     draw_text(c, tx, ty, txt, tn, ts, ink);
 }
 
@@ -532,7 +456,7 @@ pv_status pvio_bev_render(const pvio_bev_view *v, const pvio_bev_geom *g, const 
     if (!rgb) return pvc_fail(msg, PV_EINPUT, "bev_png: rgb canvas is NULL");
     if ((st = check_inputs(pts, npts, stride, boxes, nbox, msg)) != PV_OK) return st;
 
-    canvas c = { rgb, g->width, g->height, { 0, 0, g->width, g->height } };
+    canvas c = pvio_canvas_make(rgb, g->width, g->height);
     uint8_t bg[3], band[3], title[3];
     pvio_bev_rgb(PVIO_BEV_INK_BACKGROUND, bg);
     pvio_bev_rgb(PVIO_BEV_INK_BAND, band);
@@ -540,7 +464,7 @@ pv_status pvio_bev_render(const pvio_bev_view *v, const pvio_bev_geom *g, const 
     fill_rows(rgb, g->width, 0, g->map_top, band);
     fill_rows(rgb, g->width, g->map_top, g->height, bg);
 
-    c.clip = (rect){ 0, g->map_top, g->width, g->height };
+    c.y0 = g->map_top;
     draw_rings(&c, v, g);
     draw_points(&c, v, g, pts, npts, stride);
     draw_ego(&c, g);

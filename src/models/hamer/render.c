@@ -4,6 +4,7 @@
 #include "io/image.h"
 
 #include "io/bev_png.h"
+#include "io/draw.h"
 #include "models/hamer/hamer.h"
 
 #include <math.h>
@@ -102,6 +103,7 @@ typedef struct view {
     uint8_t *px;            /* first pixel of the image (below the band) */
     int w, h;               /* img_w x img_h, rows of 3 * w bytes */
     double sx, sy;
+    pvio_canvas c;          /* the same pixels, for io/draw */
 } view;
 
 /* Input image pixel -> picture pixel coordinates (continuous; integer = pixel centre). */
@@ -112,66 +114,6 @@ static void to_view(const view *v, double u, double y, double *px, double *py)
 }
 
 static bool far_px(double x) { return !(fabs(x) <= PVM_HAMER_RENDER_FAR_PX); }
-
-static inline void put(const view *v, int x, int y, const uint8_t rgb[3])
-{
-    if (x < 0 || x >= v->w || y < 0 || y >= v->h) return;
-    memcpy(v->px + ((size_t)y * (size_t)v->w + (size_t)x) * 3, rgb, 3);
-}
-
-/* [x0, x1) x [y0, y1), clipped. */
-static void fill(const view *v, int x0, int y0, int x1, int y1, const uint8_t rgb[3])
-{
-    x0 = PVC_MAX(x0, 0);
-    y0 = PVC_MAX(y0, 0);
-    x1 = PVC_MIN(x1, v->w);
-    y1 = PVC_MIN(y1, v->h);
-    for (int y = y0; y < y1; y++)
-        for (int x = x0; x < x1; x++) put(v, x, y, rgb);
-}
-
-/* ---- scaling --------------------------------------------------------------------------------- */
-/* Area average: picture pixel i covers input [i / sx, (i + 1) / sx) (pixel k covering [k, k+1)),
- * each input pixel weighted by its overlap. acc: 3 * v->w floats of scratch. */
-static void scale_image(const view *v, const uint8_t *src, int W, int H, double *acc)
-{
-    const size_t srow = (size_t)W * 3, drow = (size_t)v->w * 3;
-    if (v->w == W && v->h == H) {
-        memcpy(v->px, src, srow * (size_t)H);
-        return;
-    }
-    for (int j = 0; j < v->h; j++) {
-        double y0 = (double)j * H / v->h, y1 = (double)(j + 1) * H / v->h;
-        memset(acc, 0, drow * sizeof *acc);
-        int k0 = (int)floor(y0), k1 = PVC_MIN((int)ceil(y1), H);
-        for (int k = k0; k < k1; k++) {
-            double wy = fmin(y1, k + 1.0) - fmax(y0, (double)k);
-            if (wy <= 0.0) continue;
-            const uint8_t *row = src + (size_t)k * srow;
-            for (int i = 0; i < v->w; i++) {
-                double x0 = (double)i * W / v->w, x1 = (double)(i + 1) * W / v->w;
-                int m0 = (int)floor(x0), m1 = PVC_MIN((int)ceil(x1), W);
-                double s0 = 0.0, s1 = 0.0, s2 = 0.0;
-                for (int m = m0; m < m1; m++) {
-                    double wx = fmin(x1, m + 1.0) - fmax(x0, (double)m);
-                    const uint8_t *p = row + (size_t)m * 3;
-                    s0 += wx * p[0];
-                    s1 += wx * p[1];
-                    s2 += wx * p[2];
-                }
-                acc[i * 3 + 0] += wy * s0;
-                acc[i * 3 + 1] += wy * s1;
-                acc[i * 3 + 2] += wy * s2;
-            }
-        }
-        uint8_t *out = v->px + (size_t)j * drow;
-        double norm = (y1 - y0) * ((double)W / v->w);
-        for (size_t c = 0; c < drow; c++) {
-            double q = floor(acc[c] / norm + 0.5);
-            out[c] = (uint8_t)(q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q);
-        }
-    }
-}
 
 /* ---- meshes ---------------------------------------------------------------------------------- */
 typedef struct vproj { double x, y, iz; bool ok; } vproj;    /* picture pixel, b / (Z + t2) */
@@ -334,36 +276,6 @@ static pv_status draw_meshes(const view *v, const pv_hand *hands, int nhands, co
 }
 
 /* ---- lines and dots -------------------------------------------------------------------------- */
-/* Liang-Barsky: clips (x0,y0)-(x1,y1) to [lo, hix] x [lo, hiy] in place; false if nothing is
- * left. */
-static bool clip_seg(double *x0, double *y0, double *x1, double *y1, double lo, double hix,
-                     double hiy)
-{
-    double t0 = 0.0, t1 = 1.0, dx = *x1 - *x0, dy = *y1 - *y0;
-    const double p[4] = { -dx, dx, -dy, dy };
-    const double q[4] = { *x0 - lo, hix - *x0, *y0 - lo, hiy - *y0 };
-    for (int i = 0; i < 4; i++) {
-        if (p[i] == 0.0) {
-            if (q[i] < 0.0) return false;
-            continue;
-        }
-        double r = q[i] / p[i];
-        if (p[i] < 0.0) {
-            if (r > t1) return false;
-            if (r > t0) t0 = r;
-        } else {
-            if (r < t0) return false;
-            if (r < t1) t1 = r;
-        }
-    }
-    double ax = *x0 + t0 * dx, ay = *y0 + t0 * dy;
-    *x1 = *x0 + t1 * dx;
-    *y1 = *y0 + t1 * dy;
-    *x0 = ax;
-    *y0 = ay;
-    return true;
-}
-
 /* A segment between picture positions, lw pixels wide (an lw x lw square on the nearest pixel
  * of each of max(|dx|, |dy|) + 1 evenly spaced points). */
 static void draw_line(const view *v, double x0, double y0, double x1, double y1, int lw,
@@ -371,25 +283,22 @@ static void draw_line(const view *v, double x0, double y0, double x1, double y1,
 {
     if (far_px(x0) || far_px(y0) || far_px(x1) || far_px(y1)) return;
     double m = lw + 2.0;
-    if (!clip_seg(&x0, &y0, &x1, &y1, -m, v->w - 1.0 + m, v->h - 1.0 + m)) return;
+    if (!pvio_draw_clip_segment(&x0, &y0, &x1, &y1, -m, -m, v->w - 1.0 + m, v->h - 1.0 + m)) return;
     double dx = x1 - x0, dy = y1 - y0;
     int n = (int)ceil(fmax(fabs(dx), fabs(dy)));
     int off = (lw - 1) / 2;
     for (int i = 0; i <= n; i++) {
         double s = n ? (double)i / n : 0.0;
         int px = (int)floor(x0 + s * dx + 0.5), py = (int)floor(y0 + s * dy + 0.5);
-        if (lw == 1) put(v, px, py, rgb);
-        else fill(v, px - off, py - off, px - off + lw, py - off + lw, rgb);
+        if (lw == 1) pvio_draw_put(&v->c, px, py, rgb);
+        else pvio_draw_fill(&v->c, px - off, py - off, px - off + lw, py - off + lw, rgb);
     }
 }
 
 static void draw_disc(const view *v, double x, double y, int r, const uint8_t rgb[3])
 {
     if (!(x > -r - 2.0 && x < v->w + r + 2.0 && y > -r - 2.0 && y < v->h + r + 2.0)) return;
-    int cx = (int)floor(x + 0.5), cy = (int)floor(y + 0.5);
-    for (int dy = -r; dy <= r; dy++)
-        for (int dx = -r; dx <= r; dx++)
-            if (dx * dx + dy * dy <= r * r + r) put(v, cx + dx, cy + dy, rgb);
+    pvio_draw_disc(&v->c, (int)floor(x + 0.5), (int)floor(y + 0.5), r, rgb);
 }
 
 static void draw_box(const view *v, const pv_hand *h)
@@ -446,15 +355,16 @@ static pv_status render(const pvm_hamer_render_geom *g, const uint8_t *rgb, int 
                         const pv_hand *hands, int nhands, const int32_t *faces, const char *title,
                         uint8_t *canvas, pvc_msg *msg)
 {
-    view v = { canvas + (size_t)g->band * (size_t)g->width * 3, g->img_w, g->img_h, g->sx, g->sy };
+    uint8_t *img = canvas + (size_t)g->band * (size_t)g->width * 3;
+    view v = { img, g->img_w, g->img_h, g->sx, g->sy, pvio_canvas_make(img, g->img_w, g->img_h) };
     if (v.w != W || v.h != H) {
         double *acc = pvc_malloc((size_t)v.w * 3 * sizeof *acc);
         if (!acc) return pvc_fail(msg, PV_ENOMEM, "hamer render: out of memory scaling to %dx%d",
                                   v.w, v.h);
-        scale_image(&v, rgb, W, H, acc);
+        pvio_draw_scale_area(rgb, W, H, v.px, v.w, v.h, (size_t)v.w * 3, acc);
         pvc_free(acc);
     } else {
-        scale_image(&v, rgb, W, H, NULL);
+        pvio_draw_scale_area(rgb, W, H, v.px, v.w, v.h, (size_t)v.w * 3, NULL);
     }
     if (faces && nhands > 0) {
         vproj *vp = pvc_malloc(PV_HAND_VERTICES * sizeof *vp);
