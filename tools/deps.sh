@@ -8,9 +8,28 @@ missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-echo "deps: installing$missing" >&2
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
+if [ -n "$missing" ]; then
+echo "deps: installing$missing" >&2
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+fi
+
+# The viewer (web/): three.js, embedded in `perceive serve` at build time, and playwright-core,
+# the browser test's driver, from npm (web/package-lock.json pins both); Debian's chromium for
+# that test. Optional: without them the build still succeeds (the page says the 3D view is
+# unavailable) and the browser test skips with the reason.
+for p in node:nodejs npm:npm chromium:chromium; do
+  command -v "${p%%:*}" >/dev/null && continue
+  p=${p#*:}
+  echo "deps: installing $p (optional: the viewer)" >&2
+  { [ -n "${updated:-}" ] || $SUDO apt-get update -qq; } && updated=1 &&
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$p" ||
+    echo "deps: $p could not be installed: the viewer is built without it / its test skips" >&2
+done
+WEB="$(dirname "$0")/../web"
+if command -v npm >/dev/null && ! [ "$WEB/node_modules/.package-lock.json" -nt "$WEB/package-lock.json" ]; then
+  (cd "$WEB" && npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "deps: npm ci in web/ failed: the viewer is built without three.js, its test skips" >&2
+fi

@@ -29,7 +29,7 @@ struct pvsv_server {
     bool               stopping, stopped;
 };
 
-enum { ROUTE_PREDICT, ROUTE_INFO, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_NONE };
+enum { ROUTE_PREDICT, ROUTE_INFO, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_ASSET, ROUTE_NONE };
 
 /* One request's state (libmicrohttpd's per-request pointer). */
 typedef struct req {
@@ -71,10 +71,24 @@ static int route_of(const char *url)
     if (!strcmp(url, "/info")) return ROUTE_INFO;
     if (!strcmp(url, "/health")) return ROUTE_HEALTH;
     if (!strcmp(url, "/metrics")) return ROUTE_METRICS;
+    if (pvsv_asset_find(url)) return ROUTE_ASSET;
     return ROUTE_NONE;
 }
 
 /* ---- GET routes --------------------------------------------------------------------------- */
+
+/* The viewer's embedded files: static bytes, handed to libmicrohttpd without a copy. */
+static enum MHD_Result send_asset(pvsv_server *s, struct MHD_Connection *c, const pvsv_asset *a)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(*a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    pvsv_metrics_request(s->mt, MHD_HTTP_OK);
+    return ok;
+}
 
 static void do_info(pvsv_server *s, pvsv_reply *r)
 {
@@ -93,6 +107,7 @@ static void do_info(pvsv_server *s, pvsv_reply *r)
         cJSON_AddNumberToObject(sv, "model_load_s", s->o.model_load_s);
         cJSON_AddNumberToObject(sv, "uptime_s", (pvc_now_ms() - s->t_start) / 1000.0);
         cJSON_AddStringToObject(sv, "version", PV_VERSION);
+        cJSON_AddBoolToObject(sv, "viewer_3d", pvsv_viewer_has_3d());
     }
     char *t = cJSON_Print(o);
     cJSON_Delete(o);
@@ -243,7 +258,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rq->route = route_of(url);
         bool post = !strcmp(method, MHD_HTTP_METHOD_POST), get = !strcmp(method, MHD_HTTP_METHOD_GET);
         if (rq->route == ROUTE_NONE) {
-            pvsv_reply_error(&rq->reply, 404, "PV_EINPUT", "no such path: %.100s (POST /predict, GET /info, /health, /metrics)", url);
+            pvsv_reply_error(&rq->reply, 404, "PV_EINPUT", "no such path: %.100s (POST /predict, GET /, /info, /health, /metrics)", url);
             return send_reply(s, c, &rq->reply, NULL);
         }
         if (rq->route == ROUTE_PREDICT ? !post : !get) {
@@ -264,6 +279,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (!rq->failed) {
+        if (rq->route == ROUTE_ASSET) return send_asset(s, c, pvsv_asset_find(url));
         if (rq->route == ROUTE_PREDICT) do_predict(s, c, rq);
         else if (rq->route == ROUTE_INFO) do_info(s, &rq->reply);
         else if (rq->route == ROUTE_METRICS) do_metrics(s, &rq->reply);

@@ -31,6 +31,8 @@
  *   GET /health    {"status":"ok"}
  *   GET /metrics   Prometheus text (requests by code, stage histograms, queue depth, inflight,
  *                  model load time)
+ *   GET /          the viewer page (web/index.html): upload a file, see the result; GET
+ *                  /viewer/<file> its script, style sheet and three.js (viewer.c)
  * Errors: {"error": message, "status": name}; 400 bad input (PV_EINPUT, PV_EFORMAT), 404, 405,
  * 413 body over max_body_bytes (from Content-Length before reading, and while reading), 415
  * unknown format or content type (PV_EUNSUPPORTED), 503 more than `queue` /predict requests
@@ -123,6 +125,17 @@ void pvsv_predict_free(pvsv_predict *p);
 
 /* Strict base64 (RFC 4648, padding optional, white space skipped): pvc-allocated bytes. */
 pv_status pvsv_base64_decode(const char *s, size_t n, unsigned char **out, size_t *out_len, char *err, size_t errlen);
+
+/* The viewer page (GET /) and its scripts, embedded at build time (viewer.c). `len` points at
+ * the generated array's size. pvsv_asset_find: the asset served at url ("/" is the page), or
+ * NULL. pvsv_viewer_has_3d: whether three.js was embedded. */
+typedef struct pvsv_asset {
+    const char          *path, *type;
+    const unsigned char *data;
+    const size_t        *len;
+} pvsv_asset;
+const pvsv_asset *pvsv_asset_find(const char *url);
+bool              pvsv_viewer_has_3d(void);
 
 /* Metrics (one set per server). */
 typedef struct pvsv_metrics pvsv_metrics;

@@ -181,9 +181,18 @@ static void test_endpoints(int port)
           strstr(r.body.p, "perceive_queue_depth 0") && strstr(r.body.p, "perceive_inflight 0") &&
           strstr(r.body.p, "perceive_model_load_seconds"), "/metrics: %ld %.400s", r.code, r.body.p);
     free(r.body.p);
+    /* the viewer page and its script are embedded (the browser test drives them: tests/serve/viewer_test.sh) */
+    r = http(port, NULL, "/", NULL, NULL, 0);
+    CHECK(r.code == 200 && r.body.p && strstr(r.body.p, "<!doctype html>") && strstr(r.body.p, "/viewer/viewer.js"),
+          "GET /: %ld %.200s", r.code, r.body.p ? r.body.p : "");
+    free(r.body.p);
+    r = http(port, NULL, "/viewer/viewer.js", NULL, NULL, 0);
+    CHECK(r.code == 200 && r.body.p && strstr(r.body.p, "renderers"), "GET /viewer/viewer.js: %ld", r.code);
+    free(r.body.p);
     struct { const char *method, *path; long code; } cases[] = {
         { "GET", "/predict", 405 }, { "PUT", "/predict", 405 }, { "POST", "/health", 405 }, { "DELETE", "/info", 405 },
-        { "GET", "/nope", 404 }, { "GET", "/predict/", 404 }, { "GET", "/", 404 },
+        { "GET", "/nope", 404 }, { "GET", "/predict/", 404 }, { "GET", "/viewer/nope.js", 404 },
+        { "POST", "/", 405 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         r = http(port, cases[i].method, cases[i].path, NULL, NULL, 0);
