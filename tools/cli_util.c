@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int cli_parse_int(const char *flag, const char *v, long long lo, long long hi, long long *out)
 {
@@ -39,37 +40,73 @@ void cli_precision_note(const char *info)
     if (e) fprintf(stderr, "perceive: note: %.*s\n", (int)(e - k - 1), k + 1);
 }
 
-int cli_read_file(const char *path, void **buf, size_t *len)
+int cli_load_file(const char *path, void **buf, size_t *len, char *err, size_t errn)
 {
     *buf = NULL;
     *len = 0;
     struct stat st;
     FILE *f = fopen(path, "rb");
     if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "perceive: '%s': %s\n", path, f ? "not a regular file" : strerror(errno));
+        snprintf(err, errn, "'%s': %s", path, f ? "not a regular file" : strerror(errno));
         if (f) fclose(f);
         return -1;
     }
     *buf = malloc((size_t)st.st_size + 1);
-    if (!*buf) { fclose(f); fprintf(stderr, "perceive: '%s': out of memory\n", path); return -1; }
+    if (!*buf) { fclose(f); snprintf(err, errn, "'%s': out of memory", path); return -1; }
     *len = fread(*buf, 1, (size_t)st.st_size, f);
-    bool err = ferror(f) || *len != (size_t)st.st_size;
+    bool bad = ferror(f) || *len != (size_t)st.st_size;
     fclose(f);
-    if (err) { free(*buf); *buf = NULL; fprintf(stderr, "perceive: '%s': read error\n", path); return -1; }
+    if (bad) { free(*buf); *buf = NULL; snprintf(err, errn, "'%s': read error", path); return -1; }
+    return 0;
+}
+
+int cli_read_file(const char *path, void **buf, size_t *len)
+{
+    char err[1024];
+    if (!cli_load_file(path, buf, len, err, sizeof err)) return 0;
+    fprintf(stderr, "perceive: %s\n", err);
+    return -1;
+}
+
+int cli_save_file(const char *path, const void *buf, size_t len, char *err, size_t errn)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        snprintf(err, errn, "'%s': path too long", path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = false;
+    if (ok && rename(tmp, path) == 0) return 0;
+    snprintf(err, errn, "cannot write '%s': %s", path, strerror(errno));
+    remove(tmp);
+    return -1;
+}
+
+int cli_put_file(const char *path, const void *buf, size_t len, char *err, size_t errn)
+{
+    if (!strcmp(path, "-")) {
+        if (fwrite(buf, 1, len, stdout) == len) return 0;
+        snprintf(err, errn, "cannot write to stdout: %s", strerror(errno));
+        return -1;
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len) {
+        snprintf(err, errn, "cannot write '%s': %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    if (fclose(f) != 0) { snprintf(err, errn, "cannot write '%s': %s", path, strerror(errno)); return -1; }
     return 0;
 }
 
 int cli_write_bytes(const char *path, const void *buf, size_t len)
 {
-    if (!strcmp(path, "-")) return fwrite(buf, 1, len, stdout) == len ? 0 : -1;
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, len, f) != len) {
-        fprintf(stderr, "perceive: cannot write '%s': %s\n", path, strerror(errno));
-        if (f) fclose(f);
-        return -1;
-    }
-    if (fclose(f) != 0) { fprintf(stderr, "perceive: cannot write '%s'\n", path); return -1; }
-    return 0;
+    char err[1024];
+    if (!cli_put_file(path, buf, len, err, sizeof err)) return 0;
+    fprintf(stderr, "perceive: %s\n", err);
+    return -1;
 }
 
 int cli_write_text(const char *path, const char *text) { return cli_write_bytes(path, text, strlen(text)); }
