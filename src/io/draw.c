@@ -102,6 +102,10 @@ void pvio_draw_disc(const pvio_canvas *c, int cx, int cy, int r, const uint8_t r
             if (dx * dx + dy * dy <= r * r + r) pvio_draw_put(c, cx + dx, cy + dy, rgb);
 }
 
+/* fmin / fmax without the libm calls (no NaN can reach them here): the same values. */
+static inline double dmin(double a, double b) { return a < b ? a : b; }
+static inline double dmax(double a, double b) { return a > b ? a : b; }
+
 void pvio_draw_scale_area(const uint8_t *src, int W, int H, uint8_t *dst, int w, int h,
                           size_t dst_stride, double *acc)
 {
@@ -115,7 +119,7 @@ void pvio_draw_scale_area(const uint8_t *src, int W, int H, uint8_t *dst, int w,
         memset(acc, 0, drow * sizeof *acc);
         int k0 = (int)floor(y0), k1 = PVC_MIN((int)ceil(y1), H);
         for (int k = k0; k < k1; k++) {
-            double wy = fmin(y1, k + 1.0) - fmax(y0, (double)k);
+            double wy = dmin(y1, k + 1.0) - dmax(y0, (double)k);
             if (wy <= 0.0) continue;
             const uint8_t *row = src + (size_t)k * srow;
             for (int i = 0; i < w; i++) {
@@ -123,7 +127,7 @@ void pvio_draw_scale_area(const uint8_t *src, int W, int H, uint8_t *dst, int w,
                 int m0 = (int)floor(x0), m1 = PVC_MIN((int)ceil(x1), W);
                 double s0 = 0.0, s1 = 0.0, s2 = 0.0;
                 for (int m = m0; m < m1; m++) {
-                    double wx = fmin(x1, m + 1.0) - fmax(x0, (double)m);
+                    double wx = dmin(x1, m + 1.0) - dmax(x0, (double)m);
                     const uint8_t *p = row + (size_t)m * 3;
                     s0 += wx * p[0];
                     s1 += wx * p[1];
