@@ -106,7 +106,7 @@ try {
     check((await drawn()).boxes === objs.length, 'all boxes back');
     const persp = await view.screenshot();
     const p = await pixels(page, persp);
-    check(p.fg > p.n / 100 && p.colours > 50, `3D view not blank: ${p.fg} of ${p.n} pixels drawn, ${p.colours} colours`);
+    check(p.fg > p.n / 100 && p.colours > 50, `${has3d ? '3D' : '2D'} view not blank: ${p.fg} of ${p.n} pixels drawn, ${p.colours} colours`);
     if (has3d) {
       await page.locator('#bev').check();
       const bev = await view.screenshot();
