@@ -374,12 +374,12 @@ static void draw_status(const bev *b, const pvm_meteor_render_rect *r, const pvm
     plate_text(&b->c, tx, dy - PVIO_BEV_GLYPH_H * ts / 2, txt, ts, k_tl[o->tl_state]);
 
     const pvm_meteor_ego *e = &o->ego;
-    snprintf(txt, sizeof txt, "EGO MODE %d  STEER %.3f  ACCEL %.2f", e->mode, (double)e->steer,
+    /* %.3g keeps any number (even a generated model's 1e30) to a few glyphs inside the panel */
+    snprintf(txt, sizeof txt, "EGO MODE %d  STEER %.3g  ACCEL %.3g", e->mode, (double)e->steer,
              (double)e->accel);
     int y = r->y + r->h - 2 * line;
     plate_text(&b->c, r->x + pad, y, txt, ts, k_text);
-    if (e->brake) snprintf(txt, sizeof txt, "BRAKE ON %.2f", (double)e->brake_prob);
-    else snprintf(txt, sizeof txt, "BRAKE OFF %.2f", (double)e->brake_prob);
+    snprintf(txt, sizeof txt, "BRAKE %s %.3g", e->brake ? "ON" : "OFF", (double)e->brake_prob);
     plate_text(&b->c, r->x + pad, y + line, txt, ts, e->brake ? k_brake : k_text);
 }
 

@@ -44,8 +44,8 @@
  *   7. unknown obstacles: an X marker in the 2D class-0 ink;
  *   8. the ego car: a white 4.6 x 1.9 m rectangle at the origin (red when brake is on);
  *   9. text on dark plates: the traffic light (a disc in its state's colour and
- *      "TL RED 0.93") top left; "EGO MODE m  STEER s  ACCEL a  BRAKE p" bottom left ("BRAKE ON"
- *      in red when brake).
+ *      "TL RED 0.93", the state's probability) top left; bottom left "EGO MODE m  STEER s  ACCEL a"
+ *      (rad, m/s^2) and "BRAKE OFF p" or, in red, "BRAKE ON p" (p = brake_prob).
  * Everything drawn is clipped to the panel. Positions that are not finite are skipped.
  *
  * Camera tiles: the 768x432 image scaled to the tile by area averaging (pvio_draw_scale_area);
@@ -56,8 +56,8 @@
  * The camera name is written at the tile's top left on a dark plate last.
  *
  * Cost: the picture (3 bytes a pixel), 40,000 bytes for the occupancy projection and 3 * tile_w
- * doubles of scaling scratch, all through pvc_malloc; about 20 ms at the default width on one
- * core. Thread-safe (no shared state).
+ * doubles of scaling scratch, all through pvc_malloc; 25-35 ms at the default width on one
+ * core of the 2-core build machine (the thumbnails' scaling is most of it). Thread-safe (no shared state).
  *
  * Ownership: o and imgs are borrowed for the call; *rgb is allocated with pvc_malloc (release
  * with pvc_free) and holds *w x *h RGB pixels, rows top to bottom. On failure *rgb = NULL,
