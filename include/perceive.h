@@ -203,6 +203,9 @@ typedef struct pv_input {
     size_t      len;          /* bytes */
     int         ncols;        /* "f32" only */
     const char *array;        /* "npz": the array to read (NULL: "points") */
+    const char *path;         /* the file the bytes came from, or NULL. meteor: a manifest names its
+                                 images relative to it; without it (the server) it must not name
+                                 files */
 } pv_input;
 
 /* Decodes one input item without running anything (callers reject bad files before paying for a
@@ -304,6 +307,38 @@ int         pv_result_hands(const pv_result *r, const pv_hand **hands);
 /* hamer: the mesh's triangles (PV_HAND_FACES x 3 vertex indexes; a left hand's winding is the
  * mirror image: draw it reversed). Returns the face count. */
 int         pv_result_mesh_faces(const pv_result *r, const int32_t **faces);
+
+/* meteor: 2D boxes per camera, in the 768x432 network image (the cameras' order: CAM_FRONT_WIDE,
+ * CAM_FRONT_LEFT, CAM_FRONT_RIGHT, CAM_BACK_WIDE, CAM_BACK_LEFT, CAM_BACK_RIGHT, CAM_FRONT_NARROW,
+ * CAM_BACK_NARROW). Classes: 0 obstacle, 1 car, 2 truck, 3 bus, 4 bicycle, 5 motorcycle,
+ * 6 pedestrian, 7 road paint, 8 traffic light, 9 traffic sign. meteor's 3D boxes are
+ * pv_result_objects3d (label CAR for vehicles, PEDESTRIAN for VRUs; height 0: not predicted). */
+typedef struct pv_object2d {
+    int32_t camera;          /* 0..7 */
+    int32_t class_index;
+    int32_t stride;          /* 4, 8 or 16: the head that found it */
+    float   score;
+    float   box[4];          /* x1, y1, x2, y2 (pixels of 768x432) */
+} pv_object2d;
+int         pv_result_objects2d(const pv_result *r, const pv_object2d **objs);
+/* meteor grids by name: "lanes" uint8 [800][500] classes (0.2 m, row 0 at x = +80 m, column 0 at
+ * y = +50 m), "occupancy" uint8 [16][200][200] classes (0.4 m, z from -1 m), "risk" float
+ * [400][250] probabilities (0.2 m, x from +40 m, y from +25 m). Returns the rank (dims filled,
+ * data pointing into r), 0 when r has no such grid. */
+int         pv_result_grid(const pv_result *r, const char *name, const void **data, int64_t dims[3]);
+/* meteor: the planned ego path (chosen mode's waypoints, x forward / y left in metres, at
+ * t = 0.5 .. 3.0 s) and the traffic light (0 none, 1 green, 2 yellow, 3 red). Return 1 when r
+ * has them, else 0. */
+typedef struct pv_ego_path {
+    int32_t mode;
+    float   waypoints[6][2];
+    float   mode_logits[3];
+    float   steer, accel, brake_probability;
+    int32_t brake;
+} pv_ego_path;
+int         pv_result_ego_path(const pv_result *r, pv_ego_path *out);
+typedef struct pv_traffic_light { int32_t state; float probability[4]; } pv_traffic_light;
+int         pv_result_traffic_light(const pv_result *r, pv_traffic_light *out);
 
 /* The result as JSON: the bundle's payload, meta, timing_ms. pv_result_json_stable leaves
  * timing_ms out, so the same input gives the same bytes. */

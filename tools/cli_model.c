@@ -123,7 +123,7 @@ int cli_frame_load(const mopts *o, const char *file, bool validate, cli_frame *f
             return -1;
         }
         f->in[f->n++] = (pv_input){ .name = i == 0 ? NULL : "sweep", .format = (i == 0 && o->format ? o->format : cli_format_of(path)),
-                                    .data = f->bufs[i], .len = len };
+                                    .data = f->bufs[i], .len = len, .path = path };
         if (validate && pv_input_validate_for(o->model, &f->in[f->n - 1]) != PV_OK) {
             if (i == 0) snprintf(err, errn, "%s", pv_last_error());
             else snprintf(err, errn, "%s: %s", path, pv_last_error());

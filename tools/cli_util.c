@@ -116,7 +116,7 @@ const char *cli_format_of(const char *path)
     static const struct { const char *ext, *fmt; } t[] = { { ".pcd.bin", "nuscenes" }, { ".pcd", "pcd" }, { ".bin", "kitti" },
                                                           { ".npy", "npy" }, { ".npz", "npz" },
                                                           { ".jpg", "jpeg" }, { ".jpeg", "jpeg" }, { ".png", "png" },
-                                                          { ".rgb", "rgb8" } };
+                                                          { ".rgb", "rgb8" }, { ".json", "json" } };
     size_t n = strlen(path);
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         size_t e = strlen(t[i].ext);

@@ -67,7 +67,7 @@ static void leave(pv_model *m)
     pthread_mutex_unlock(&m->mu);
 }
 
-static const pv_bundle *const bundles[] = { &pv_bundle_bevfusion, &pv_bundle_hamer };
+static const pv_bundle *const bundles[] = { &pv_bundle_bevfusion, &pv_bundle_hamer, &pv_bundle_meteor };
 
 const pv_bundle *pv_bundle_find(const char *name)
 {
@@ -213,6 +213,38 @@ int pv_result_hands(const pv_result *r, const pv_hand **hands)
     return r && r->hands ? r->nhands : 0;
 }
 
+int pv_result_objects2d(const pv_result *r, const pv_object2d **objs)
+{
+    if (objs) *objs = r ? r->objs2d : NULL;
+    return r && r->objs2d ? r->nobjs2d : 0;
+}
+
+int pv_result_grid(const pv_result *r, const char *name, const void **data, int64_t dims[3])
+{
+    if (data) *data = NULL;
+    for (int i = 0; r && name && i < 4; i++) {
+        if (!r->grids[i].name || strcmp(r->grids[i].name, name)) continue;
+        if (data) *data = r->grids[i].data;
+        for (int k = 0; dims && k < 3; k++) dims[k] = k < r->grids[i].rank ? r->grids[i].dims[k] : 0;
+        return r->grids[i].rank;
+    }
+    return 0;
+}
+
+int pv_result_ego_path(const pv_result *r, pv_ego_path *out)
+{
+    if (!r || !r->ego) return 0;
+    if (out) *out = *r->ego;
+    return 1;
+}
+
+int pv_result_traffic_light(const pv_result *r, pv_traffic_light *out)
+{
+    if (!r || !r->tl) return 0;
+    if (out) *out = *r->tl;
+    return 1;
+}
+
 int pv_result_mesh_faces(const pv_result *r, const int32_t **faces)
 {
     if (faces) *faces = r ? r->faces : NULL;
@@ -342,7 +374,7 @@ pv_status pv_parse_floats(const char *key, const char *value, double *v, int wan
         p = end;
         while (*p == ' ' || *p == ']') p++;
         if (i + 1 < want) {
-            if (*p != ',') return pvc_fail(msg, PV_EINPUT, "param '%s': '%s' is not %d comma-separated numbers", key, value, want);
+            if (*p != ',' && *p != ';') return pvc_fail(msg, PV_EINPUT, "param '%s': '%s' is not %d comma-separated numbers", key, value, want);
             p++;
         }
     }

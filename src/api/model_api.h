@@ -23,6 +23,7 @@ typedef struct pv_bundle {
 
 extern const pv_bundle pv_bundle_bevfusion;
 extern const pv_bundle pv_bundle_hamer;
+extern const pv_bundle pv_bundle_meteor;
 
 const pv_bundle *pv_bundle_find(const char *name);
 int              pv_bundle_count(void);
@@ -45,6 +46,10 @@ struct pv_result {
     const pv_object3d *objs;   int nobjs;     /* bevfusion */
     const pv_hand     *hands;  int nhands;    /* hamer */
     const int32_t     *faces;  int nfaces;    /* hamer: the mesh's triangles */
+    const pv_object2d *objs2d; int nobjs2d;   /* meteor */
+    struct { const char *name; const void *data; int rank; int64_t dims[3]; } grids[4];   /* meteor */
+    const pv_ego_path *ego;                   /* meteor */
+    const pv_traffic_light *tl;               /* meteor */
 };
 
 /* Decodes one input item into a cloud (messages name the item). */

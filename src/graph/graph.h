@@ -125,6 +125,9 @@ void      pvg_shared_free(pvg_graph *g);
  * Plans made afterwards must not need those bytes (a shared packed copy serves them). Returns
  * the bytes freed. */
 size_t    pvg_graph_drop_consumed(pvg_graph *g);
+/* Frees the data of constants no live node reads (after a cut kept a small part of a large
+ * graph); returns the bytes freed. */
+size_t    pvg_graph_drop_unread(pvg_graph *g);
 
 /* ---- operators ---------------------------------------------------------------------------- */
 #define PVG_PARAMS_BYTES 1024

@@ -104,6 +104,8 @@ static range pick_range(const Onnx__GraphProto *g, const char *name, const int64
 
 typedef struct fill_ctx {
     const Onnx__GraphProto *g;
+    pvg_fill_hook hook;
+    void    *hook_ud;
     uint64_t seed;
     size_t   ext_threshold;
     FILE    *ext;
@@ -112,6 +114,15 @@ typedef struct fill_ctx {
     pvg_fill_stats *st;
     pvc_msg *msg;
 } fill_ctx;
+
+/* The first node reading `name`: its op type, name and the input slot. */
+static const Onnx__NodeProto *first_consumer(const Onnx__GraphProto *g, const char *name, int *slot)
+{
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t k = 0; k < g->node[i]->n_input; k++)
+            if (!strcmp(g->node[i]->input[k], name)) { *slot = (int)k; return g->node[i]; }
+    return NULL;
+}
 
 static pv_status fill_tensor(fill_ctx *c, Onnx__TensorProto *t, const char *name, bool allow_external)
 {
@@ -133,6 +144,12 @@ static pv_status fill_tensor(fill_ctx *c, Onnx__TensorProto *t, const char *name
     size_t nb = (size_t)numel * es;
     uint8_t *buf = pvc_malloc(nb);
     if (!buf) return pvc_fail(c->msg, PV_ENOMEM, "out of memory filling '%s'", name);
+    if (c->hook && es == 4) {
+        int slot = -1;
+        const Onnx__NodeProto *n = first_consumer(c->g, name, &slot);
+        pvg_fill_site site = { name, t->dims, (int)t->n_dims, !allow_external, n ? n->op_type : "", n ? n->name : "", slot };
+        if (c->hook(c->hook_ud, &site, (float *)(void *)buf)) goto filled;
+    }
     range r = pick_range(c->g, name, t->dims, t->n_dims);
     if (t->doc_string && !strncmp(t->doc_string, "fill=uniform:", 13)) {
         char *end = NULL;
@@ -155,6 +172,7 @@ static pv_status fill_tensor(fill_ctx *c, Onnx__TensorProto *t, const char *name
             memcpy(buf + 2 * i, &h, 2);
         }
     }
+filled:
     c->st->filled++;
     c->st->elements += numel;
     if (allow_external && c->ext && nb > c->ext_threshold) {
@@ -203,6 +221,13 @@ pv_status pvg_onnx_fill(const char *in_path, const char *out_path, uint64_t seed
 pv_status pvg_onnx_fill_buffer(const void *buf, size_t len, const char *in_path, const char *out_path,
                                uint64_t seed, size_t ext_threshold, pvg_fill_stats *st, pvc_msg *msg)
 {
+    return pvg_onnx_fill_buffer_hook(buf, len, in_path, out_path, seed, ext_threshold, NULL, NULL, st, msg);
+}
+
+pv_status pvg_onnx_fill_buffer_hook(const void *buf, size_t len, const char *in_path, const char *out_path,
+                                    uint64_t seed, size_t ext_threshold, pvg_fill_hook hook, void *hook_ud,
+                                    pvg_fill_stats *st, pvc_msg *msg)
+{
     pvg_fill_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
@@ -221,7 +246,7 @@ pv_status pvg_onnx_fill_buffer(const void *buf, size_t len, const char *in_path,
     char ext_path[4096];
     snprintf(ext_path, sizeof ext_path, "%s.data", out_path);
     const char *slash = strrchr(ext_path, '/');
-    fill_ctx c = { g, seed, ext_threshold, NULL, slash ? slash + 1 : ext_path, 0, st, msg };
+    fill_ctx c = { g, hook, hook_ud, seed, ext_threshold, NULL, slash ? slash + 1 : ext_path, 0, st, msg };
     c.ext = fopen(ext_path, "wb");
     if (!c.ext) { onnx__model_proto__free_unpacked(mp, &pb_allocator); return pvc_fail(msg, PV_EINPUT, "cannot write '%s': %s", ext_path, strerror(errno)); }
     for (size_t i = 0; i < g->n_initializer && s == PV_OK; i++)

@@ -111,3 +111,36 @@ done:
     pvc_free(read);
     return freed;
 }
+
+size_t pvg_graph_drop_unread(pvg_graph *g)
+{
+    unsigned char *read = pvc_calloc((size_t)g->nvalues + 1, 1);
+    size_t freed = 0;
+    if (!read) return 0;             /* nothing freed: only memory */
+    for (int i = 0; i < g->noutputs; i++) read[g->outputs[i]] = 1;
+    for (int i = 0; i < g->nnodes; i++) {
+        const pvg_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->nin; k++) if (n->in[k] >= 0) read[n->in[k]] = 1;
+    }
+    for (int v = 0; v < g->nvalues; v++) {
+        pvg_value *val = &g->values[v];
+        if (!val->is_const || !val->data || read[v]) continue;
+        freed += pvc_nbytes(&val->decl);
+        pvc_free_aligned(val->data);
+        val->data = NULL;
+    }
+    /* tensors held by dead nodes' attributes (Constant nodes folded or cut away) */
+    for (int i = 0; i < g->nnodes; i++) {
+        pvg_node *n = &g->nodes[i];
+        if (!n->dead) continue;
+        for (int k = 0; k < n->nattrs; k++)
+            if (n->attrs[k].type == PVG_ATTR_TENSOR && n->attrs[k].t.data) {
+                freed += pvc_nbytes(&n->attrs[k].t);
+                pvc_free_aligned(n->attrs[k].t.data);
+                n->attrs[k].t.data = NULL;
+            }
+    }
+    pvc_free(read);
+    return freed;
+}
