@@ -299,16 +299,25 @@ const bevfusion = {
     list.replaceChildren(...objects.map((o, i) => el('div', {},
       `${i} ${o.label} ${fmt(o.existence_probability)}  (${o.kinematics.position.map((v) => fmt(v, 1)).join(', ')})`)));
     let draw;
-    if (THREE) {
-      if (!scene3d || scene3d.view !== view) {
+    if (THREE && (!scene3d || scene3d.view !== view)) {
+      try {
         view.replaceChildren();
         scene3d = make3d(view);
+      } catch (e) {   // three.js is there but WebGL is not (no GPU, no software GL)
+        THREE = null;
+        pv.has3d = false;
+        view.replaceChildren();
+        $('notice').textContent = `3D view unavailable: ${e.message || e} (WebGL); showing the 2D top view`;
+      }
+      if (THREE) {
         view.append(scene3d.renderer.domElement, scene3d.labels);
         const bev = el('label', { class: 'overlay' }), cb = el('input', { type: 'checkbox', id: 'bev' });
         cb.onchange = () => scene3d.setBev(cb.checked);
         bev.append(cb, ' BEV top view');
         view.append(bev);
       }
+    }
+    if (THREE) {
       setPoints3d(scene3d, xyz);
       draw = (visible) => setBoxes3d(scene3d, visible);
     } else {
