@@ -42,6 +42,7 @@ check-reference: all
 	./tools/gen/make_fixtures.sh
 	PERCEIVE=$(BUILD)/perceive ./tools/gen/make_bevfusion_fixtures.sh
 	PERCEIVE=$(BUILD)/perceive ./tools/gen/make_hamer_fixtures.sh
+	./tools/gen/make_meteor_decode_fixtures.sh
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
