@@ -42,7 +42,8 @@ class PvModelOptions(ctypes.Structure):
 
 class PvInput(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("format", ctypes.c_char_p), ("data", ctypes.c_void_p),
-                ("len", ctypes.c_size_t), ("ncols", ctypes.c_int), ("array", ctypes.c_char_p)]
+                ("len", ctypes.c_size_t), ("ncols", ctypes.c_int), ("array", ctypes.c_char_p),
+                ("path", ctypes.c_char_p)]
 
 
 class PvParam(ctypes.Structure):
