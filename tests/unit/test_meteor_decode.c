@@ -494,7 +494,7 @@ static void test_fixtures(void **unused)
         free(text);
         assert_non_null(ref);
         cJSON *mine = decoded_json(&o);
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "frame%d", f);
         int d = json_diff(mine, ref, name, 20);
         if (d) print_message("frame %d: %d differences from the reference\n", f, d);

@@ -570,6 +570,54 @@ static void lane_warp_map(int32_t *src, double tx, double ty, double dyaw)
     }
 }
 
+/* acc = log_softmax(L) + decay * prev[src] (prev NULL or src < 0: 0), then the re-argmax on rows
+ * >= 175 into g. Blocks of cells with the class loop outside keep every access sequential (the
+ * gather excepted); the log-sum-exp is in double, summed in class order. */
+static void lane_fuse(const float *L, const float *prev, const int32_t *src, float decay, float *acc, uint8_t *g)
+{
+    enum { B = 512, NC = PVM_METEOR_LANE_CLS };
+    float m[B];
+    double se[B];
+    for (int i0 = 0; i0 < BEV_N; i0 += B) {
+        int n = BEV_N - i0 < B ? BEV_N - i0 : B;
+        memcpy(m, L + i0, sizeof(float) * (size_t)n);
+        for (int k = 1; k < NC; k++) {
+            const float *x = L + (size_t)k * BEV_N + i0;
+            for (int j = 0; j < n; j++) m[j] = x[j] > m[j] ? x[j] : m[j];
+        }
+        for (int j = 0; j < n; j++) se[j] = 0.0;
+        for (int k = 0; k < NC; k++) {
+            const float *x = L + (size_t)k * BEV_N + i0;
+            for (int j = 0; j < n; j++) {
+                float d = x[j] - m[j];
+                se[j] += d == 0.0f ? 1.0 : exp((double)d);
+            }
+        }
+        for (int j = 0; j < n; j++) se[j] = (double)m[j] + log(se[j]); /* now the log-sum-exp */
+        for (int k = 0; k < NC; k++) {
+            const float *x = L + (size_t)k * BEV_N + i0;
+            float *a = acc + (size_t)k * BEV_N + i0;
+            const float *p = prev ? prev + (size_t)k * BEV_N : NULL;
+            for (int j = 0; j < n; j++) {
+                float lp = (float)((double)x[j] - se[j]);
+                int s = p ? src[i0 + j] : -1;
+                float w = s >= 0 ? p[s] : 0.0f; /* outside the old grid: no evidence */
+                float t = decay * w;
+                a[j] = lp + t;
+            }
+        }
+        /* re-argmax below row 175: never writes a thin class, never overwrites one */
+        for (int j = 0; j < n; j++) {
+            int i = i0 + j;
+            if (i < LANE_ROW0 * PVM_METEOR_BEV_W || is_thin(g[i])) continue;
+            int b = 0;
+            for (int k = 1; k < NC; k++)
+                if (acc[(size_t)k * BEV_N + i] > acc[(size_t)b * BEV_N + i]) b = k;
+            if (!is_thin(b)) g[i] = (uint8_t)b;
+        }
+    }
+}
+
 static bool pose_ok(const pvm_meteor_pose *p) { return p && isfinite(p->x) && isfinite(p->y) && isfinite(p->yaw); }
 
 static pv_status decode_lanes(const pvm_meteor_raw *raw, const pvm_meteor_pose *pose, const pvm_meteor_params *prm,
@@ -597,38 +645,8 @@ static pv_status decode_lanes(const pvm_meteor_raw *raw, const pvm_meteor_pose *
     const int32_t *src = st->src;
     uint8_t *g = out->lanes;
     if (logits) {
-        const float *L = raw->lane_logit;
+        lane_fuse(raw->lane_logit, st->acc_valid ? st->acc : NULL, src, prm->lane_decay, st->acc_next, g);
         float *acc = st->acc_next;
-        const float *prev = st->acc_valid ? st->acc : NULL;
-        float decay = prm->lane_decay;
-        for (int i = 0; i < BEV_N; i++) {
-            float x[PVM_METEOR_LANE_CLS], a[PVM_METEOR_LANE_CLS];
-            int km = 0;
-            for (int k = 0; k < PVM_METEOR_LANE_CLS; k++) {
-                x[k] = L[(size_t)k * BEV_N + i];
-                if (x[k] > x[km]) km = k;
-            }
-            float m = x[km];
-            double se = 1.0; /* exp(0) of the maximum */
-            for (int k = 0; k < PVM_METEOR_LANE_CLS; k++)
-                if (k != km) se += exp((double)(x[k] - m));
-            double lse = (double)m + log(se);
-            int j = prev ? src[i] : -1;
-            for (int k = 0; k < PVM_METEOR_LANE_CLS; k++) {
-                float lp = (float)((double)x[k] - lse);
-                float w = j >= 0 ? prev[(size_t)k * BEV_N + j] : 0.0f; /* outside the old grid: no evidence */
-                float t = decay * w;
-                a[k] = lp + t;
-                acc[(size_t)k * BEV_N + i] = a[k];
-            }
-            /* re-argmax below row 175; never writes a thin class, never overwrites one */
-            if (i >= LANE_ROW0 * PVM_METEOR_BEV_W && !is_thin(g[i])) {
-                int b = 0;
-                for (int k = 1; k < PVM_METEOR_LANE_CLS; k++)
-                    if (a[k] > a[b]) b = k;
-                if (!is_thin(b)) g[i] = (uint8_t)b;
-            }
-        }
         st->acc_next = st->acc;
         st->acc = acc;
         st->acc_valid = true;
