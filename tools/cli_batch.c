@@ -320,8 +320,9 @@ static int assign_names(batch *b)
 }
 
 /* ---- resume -------------------------------------------------------------------------------- */
-/* Complete: the file parses as a JSON object whose "model" is this model (a JSON cut short by a
- * killed run does not parse; ours are renamed into place only once whole). */
+/* Complete: the file parses as a JSON object with a "meta" object, naming this model in "model"
+ * (at the top, or in meta) (a JSON cut short by a killed run does not parse; ours are renamed
+ * into place only once whole). */
 static bool json_complete(const char *path, const char *model)
 {
     void *buf;
@@ -329,8 +330,10 @@ static bool json_complete(const char *path, const char *model)
     char err[64];
     if (cli_load_file(path, &buf, &len, err, sizeof err)) return false;
     cJSON *j = cJSON_ParseWithLength(buf, len);
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(j, "meta");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    bool ok = cJSON_IsObject(j) && cJSON_IsString(m) && !strcmp(m->valuestring, model);
+    if (!m) m = cJSON_GetObjectItemCaseSensitive(meta, "model");
+    bool ok = cJSON_IsObject(j) && cJSON_IsObject(meta) && cJSON_IsString(m) && !strcmp(m->valuestring, model);
     cJSON_Delete(j);
     free(buf);
     return ok;

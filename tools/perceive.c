@@ -31,6 +31,8 @@ static void usage(FILE *f)
             "  perceive gen MODEL DIR\n"
             "  perceive run MODEL FILE [--sweep FILE]... [--format F] [--json F|-] [--png F] [--param k=v]...\n"
             "               [--weights DIR] [--strict] [--threads N] [--precision fp32|bf16] [--quiet] [--no-timing]\n"
+            "  perceive run MODEL DIR|LIST.txt|FILE... --out DIR [--list FILE] [--recursive] [--force] [--png]\n"
+            "               [--format F] [--param k=v]... [--box B]... [the model options above] [--quiet] [--no-timing]\n"
             "  perceive serve MODEL [--host 127.0.0.1] [--port 8080] [--threads N] [--workers N] [--queue N]\n"
             "               [--max-body-mb N] [--max-connections N] [--weights DIR] [--strict] [--precision P] [--quiet]\n"
             "  perceive bench MODEL [--inputs F,...] [--iters N] [--threads N] [--precision fp32|bf16] [--json F]\n"
