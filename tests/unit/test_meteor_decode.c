@@ -451,6 +451,11 @@ static void check_readings(int f, const pvm_meteor_out *o)
         assert_false(find3d(o, 0, 150, 125)->stationary);  /* traj fallback: |wp6| = 3.09 m */
         assert_true(find3d(o, 0, 200, 60)->stationary);    /* |wp6| = 0.375 m */
     }
+    if (f == 2) {
+        /* ribbon 0.55 old (mode 0: x = 24 at 3 s) + 0.45 new (mode 1: x = 21); the reverse gives 22.35 */
+        assert_int_equal(o->ego.mode, 1);
+        assert_true(fabsf(o->ego.ribbon[5][0] - 22.65f) < 1e-5f);
+    }
     if (f == 3) assert_int_equal(o->ego.mode, 1);            /* hysteresis keeps mode 1 */
     if (f == 4) { assert_false(o->lanes_fused); assert_int_equal(o->ego.mode, 2); }
 }
@@ -654,6 +659,29 @@ static void test_calls(void **unused)
     assert_true(find3d(&o, 0, 150, 125)->yaw == find3d(&o, 0, 150, 125)->yaw_raw);
     assert_int_equal(o.ego.mode, 1);                                 /* no hysteresis */
     pvm_meteor_out_free(&o);
+
+    /* a frame without a pose clears the accumulator: the next posed frame fuses from nothing and
+     * equals the stateless result (keeping it would change 374 cells of frame 1, see the fixtures) */
+    {
+        frame *f0 = frame_alloc();
+        make_frame(0, f0);
+        pvm_meteor_state *st = NULL;
+        assert_int_equal(pvm_meteor_state_create(&st), PV_OK);
+        pvm_meteor_out a, b, c;
+        assert_int_equal(pvm_meteor_decode(&f0->raw, &f0->cal, &f0->pose, &prm, st, &a, &msg), PV_OK);
+        assert_int_equal(pvm_meteor_decode(&f0->raw, &f0->cal, NULL, &prm, st, &b, &msg), PV_OK);
+        assert_false(b.lanes_fused);
+        assert_int_equal(pvm_meteor_decode(&fr->raw, &fr->cal, &fr->pose, &prm, st, &c, &msg), PV_OK);
+        assert_true(c.lanes_fused);
+        assert_int_equal(pvm_meteor_decode(&fr->raw, &fr->cal, &fr->pose, &prm, NULL, &o, &msg), PV_OK);
+        assert_memory_equal(c.lanes, o.lanes, BEV_N);
+        pvm_meteor_out_free(&a);
+        pvm_meteor_out_free(&b);
+        pvm_meteor_out_free(&c);
+        pvm_meteor_out_free(&o);
+        pvm_meteor_state_free(st);
+        frame_free(f0);
+    }
 
     pvm_meteor_raw bad = fr->raw;
     bad.hm = NULL;
