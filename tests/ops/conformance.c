@@ -7,11 +7,16 @@
  *                                        is a failure everywhere)
  *   pv_conformance backend DIR --list    prints the cases that pass (to refresh the list)
  * Tolerance: |a-b| <= atol + rtol*|b| for floats (defaults 1e-4, 1e-4; a case may carry
- * tolerance.txt "atol rtol"); integers and bools exact.
+ * tolerance.txt "atol rtol"), with rtol at least one float16 ulp (2^-10) for float16 outputs
+ * (a last-bit difference before the cast may round to the neighbouring half); integers and
+ * bools exact, unless tolerance.txt goes on with "agree agree_bf16": the fraction of elements of
+ * each integer output that must be equal at fp32 and at bf16 (argmax maps over logits that can
+ * nearly tie, like METEOR's uint8 lane/depth outputs).
  *   pv_conformance fixtures DIR --precision bf16
  *                                        the same graphs at bf16: every float output must have a
  *                                        Pearson correlation >= 0.999 with the fp32 expected one
- *                                        (printed with the largest error); integer outputs exact.
+ *                                        (printed with the largest error); integer outputs exact
+ *                                        (or as tolerance.txt's agree_bf16 says).
  *                                        Says SKIP when the CPU cannot run bf16. */
 #include "perceive.h"
 #include "graph/onnx.h"
@@ -25,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef struct { double atol, rtol; } tol;
+typedef struct { double atol, rtol, agree, agree_bf16; } tol;   /* agree: see above */
 
 static pv_precision g_precision = PV_PRECISION_FP32;   /* --precision */
 #define PCC_MIN 0.999
@@ -91,13 +96,20 @@ static int compare(const char *cs, const pv_tensor *got, const pv_tensor *want, 
             double a = pvc_get_f64(got->data, got->dtype, i), b = pvc_get_f64(want->data, want->dtype, i);
             if (isnan(a) && isnan(b)) continue;
             if (isinf(b) && a == b) continue;
-            double err = fabs(a - b), lim = t.atol + t.rtol * fabs(b);
+            double rtol = want->dtype == PV_F16 ? fmax(t.rtol, 1.0 / 1024) : t.rtol;
+            double err = fabs(a - b), lim = t.atol + rtol * fabs(b);
             if (!(err <= lim)) { bad++; if (first < 0) first = i; }
             if (err / (lim > 0 ? lim : 1) > worst || isnan(err)) worst = isnan(err) ? INFINITY : err / lim;
         } else if (pvc_get_i64(got->data, got->dtype, i) != pvc_get_i64(want->data, want->dtype, i)) {
             bad++;
             if (first < 0) first = i;
         }
+    }
+    double agree = g_precision == PV_PRECISION_BF16 ? t.agree_bf16 : t.agree;
+    if (bad && !fl && (double)(n - bad) >= agree * (double)n) {
+        printf("  %s: output '%s': %lld of %lld elements differ (agreement %.4f >= %.4f)\n",
+               cs, want->name, (long long)bad, (long long)n, (double)(n - bad) / (double)n, agree);
+        return 0;
     }
     if (bad) {
         printf("  %s: output '%s': %lld of %lld elements differ (first at %lld: got %.9g want %.9g; worst err/limit %.3g)\n",
@@ -180,12 +192,13 @@ static int run_case(const char *cs, const char *model, const pv_tensor *ins, int
 
 static tol read_tol(const char *dir)
 {
-    tol t = { 1e-4, 1e-4 };
+    tol t = { 1e-4, 1e-4, 1, 1 };
     char p[4200];
     snprintf(p, sizeof p, "%s/tolerance.txt", dir);
     FILE *f = fopen(p, "r");
     if (f) {
-        if (fscanf(f, "%lf %lf", &t.atol, &t.rtol) != 2) t = (tol){ 1e-4, 1e-4 };
+        int k = fscanf(f, "%lf %lf %lf %lf", &t.atol, &t.rtol, &t.agree, &t.agree_bf16);
+        if (k != 2 && k != 4) t = (tol){ 1e-4, 1e-4, 1, 1 };
         fclose(f);
     }
     return t;
@@ -313,7 +326,7 @@ static int backend(const char *root, const char *passlist)
             read_pb_dir(data, "output", outs, out_names, &nout, why, sizeof why)) rc = 2;
         else {
             for (int k = 0; k < nin; k++) ins[k].name = NULL;     /* by position */
-            rc = run_case(cases[i], model, ins, nin, outs, nout, NULL, (tol){ 1e-5, 1e-3 }, why, sizeof why);
+            rc = run_case(cases[i], model, ins, nin, outs, nout, NULL, (tol){ 1e-5, 1e-3, 1, 1 }, why, sizeof why);
         }
         free_pb(ins, in_names, nin);
         free_pb(outs, out_names, nout);
@@ -361,7 +374,7 @@ static int compare_files(const char *got_path, const char *want_path)
         if (!g) { printf("FAIL: %s missing in %s\n", wa.a[i].name, got_path); bad++; continue; }
         pv_tensor gt = g->t, wt = wa.a[i].t;
         gt.name = wt.name = wa.a[i].name;
-        bad += compare("compare", &gt, &wt, (tol){ 1e-4, 1e-4 });
+        bad += compare("compare", &gt, &wt, (tol){ 1e-4, 1e-4, 1, 1 });
     }
     printf("%d passed, %d failed\n", wa.n - bad, bad);
     pvio_arrays_free(&ga);

@@ -13,7 +13,7 @@ GEN="$ROOT/tools/gen"
 PY="${PYTHON:-/usr/bin/python3}"
 PERCEIVE="${PERCEIVE:-$ROOT/build/perceive}"
 SEED=1
-MODELS="bev_dense vit4 cam_resnet34_fpn unseen"
+MODELS="bev_dense vit4 cam_resnet34_fpn unseen meteor_lift meteor_heads"
 
 if [ ! -f "$GEN/node_modules/onnxruntime-node/package.json" ]; then
     # The CPU library ships inside the package; skip the script that fetches GPU binaries.

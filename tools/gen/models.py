@@ -5,8 +5,12 @@ Each model is written in torch, exported with torch.onnx.export (opset 17, eval 
 do_constant_folding=True) with random weights, and committed as a *skeleton*: every float
 initializer loses its data (name, dims and data_type stay), so the file is a few KB, with two
 exceptions that are semantics rather than weights: tensors of at most KEEP_MAX elements
-(scalar constants an exporter may store as initializers) and the running mean/variance of a
-BatchNormalization the exporter did not fold (a random variance can be negative: NaNs).
+(scalar constants an exporter may store as initializers), the running mean/variance of a
+BatchNormalization the exporter did not fold (a random variance can be negative: NaNs), and
+initializers holding a buffer a module lists in `structural` (structure, not weights: METEOR's
+ground points and pooling matrices). A module's `fill_hints` {parameter: (lo, hi)} become
+"fill=uniform:LO:HI" doc_strings that `onnx fill` honours. Large Constant nodes keep their data.
+A fixture folder may carry a hand-written tolerance.txt (see tests/ops/conformance.c).
 `perceive onnx fill SKELETON FILLED --seed 1` fills the data-less ones with seeded values;
 ONNX Runtime then runs FILLED on the committed inputs.npz.
 
@@ -32,8 +36,10 @@ import warnings
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 import fixture_io as fio
+import meteor_blocks
 
 KEEP_MAX = 16          # float initializers up to this many elements keep their data
 FULL_MAX = 32768       # outputs up to this many elements are stored whole
@@ -213,15 +219,19 @@ def build_networks():
         'cam_resnet34_fpn': (ResNet34FPN, [('image', [1, 3, 432, 768])],
                              ['p2', 'p3', 'p4', 'p5']),
         'unseen': (Unseen, [('image', [1, 3, 128, 160])], ['seg_logits', 'class_probs']),
+        **meteor_blocks.networks(torch),
     }
 
 
-MODEL_NAMES = ['bev_dense', 'vit4', 'cam_resnet34_fpn', 'unseen']
+MODEL_NAMES = ['bev_dense', 'vit4', 'cam_resnet34_fpn', 'unseen', 'meteor_lift', 'meteor_heads']
 
 
 # ---- inputs: seeded, and low-entropy enough to commit compressed ----
 def make_input(model, name, shape):
     r = fio.rng_of(f'{model}/{name}')
+    v = meteor_blocks.make_input(r, model, name, shape)
+    if v is not None:
+        return v
     if model == 'bev_dense':
         # A BEV feature map after the sparse encoder: ReLU'd features in ~4% of the cells
         # (clustered like LiDAR returns), zeros elsewhere; values on a 1/16 grid.
@@ -250,8 +260,18 @@ def make_input(model, name, shape):
 
 
 # ---- export and skeletons ----
-def strip_initializers(model):
-    """Clears the data of float initializers (except the ones the module doc names)."""
+def _holds(arr, values):
+    """True when initializer data arr equals one of values (as stored, or transposed)."""
+    for v in values:
+        if arr.size == v.size and (np.array_equal(arr.ravel(), v.ravel()) or
+                                   (arr.ndim == 2 and np.array_equal(arr.T.ravel(), v.ravel()))):
+            return True
+    return False
+
+
+def strip_initializers(model, structural=()):
+    """Clears the data of float initializers (except the ones the module doc names, and those
+    holding one of the `structural` arrays: ground points, pooling matrices)."""
     keep = set()
     for n in model.graph.node:
         if n.op_type == 'BatchNormalization':
@@ -261,7 +281,8 @@ def strip_initializers(model):
         if t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                                onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE):
             continue
-        if t.name in keep or int(np.prod(t.dims, dtype=np.int64)) <= KEEP_MAX:
+        if (t.name in keep or int(np.prod(t.dims, dtype=np.int64)) <= KEEP_MAX or
+                (structural and _holds(numpy_helper.to_array(t), structural))):
             kept += 1
             continue
         t.ClearField('raw_data')
@@ -299,7 +320,14 @@ def export(name, nets, out_root=None):
                               training=torch.onnx.TrainingMode.EVAL,
                               input_names=[n for n, _ in inputs], output_names=outputs)
         model = onnx.load(full)
-    stripped, kept = strip_initializers(model)
+    structural = [getattr(net, b).numpy() for b in getattr(net, 'structural', ())]
+    stripped, kept = strip_initializers(model, structural)
+    hints = dict(getattr(net, 'fill_hints', {}))
+    for t in model.graph.initializer:
+        if t.name in hints:
+            t.doc_string = 'fill=uniform:%g:%g' % hints.pop(t.name)
+    if hints:
+        raise SystemExit(f'models: {name}: fill hints name no initializer: {", ".join(hints)}')
     model.producer_name = 'perceive-models.py'
     onnx.save(model, os.path.join(out_dir, 'skeleton.onnx'))
     feeds = {n: make_input(name, n, s) for n, s in inputs}
@@ -344,7 +372,8 @@ def expected(name, filled, out_path):
     for k, v in outs.items():
         if v.dtype.kind == 'f' and not np.all(np.isfinite(v)):
             raise SystemExit(f'models: {name}: output {k} has non-finite values')
-        print(f'models: {name}: {k} {list(v.shape)} mean {v.mean():.4g} std {v.std():.4g}')
+        v64 = v.astype(np.float64)
+        print(f'models: {name}: {k} {list(v.shape)} mean {v64.mean():.4g} std {v64.std():.4g}')
     fio.save_npz(out_path, sample_outputs(outs), compress=True)
 
 
