@@ -82,8 +82,13 @@ typedef struct pvg_graph {
                                            weights (pvg_shared_* below) */
     void      *packed_cache;            /* private to shared.c */
     void      *name_index;              /* value name -> index (hash), private to ir.c */
+    char       generated[96];           /* the file's PVG_GENERATED_KEY metadata ("" none) */
     pvc_msg    msg;
 } pvg_graph;
+
+/* Files `perceive onnx fill` / bundle generators write carry this metadata key (value: what was
+ * filled, with the seed), so a generated model stays labelled generated wherever it is loaded. */
+#define PVG_GENERATED_KEY "perceive.generated"
 
 pv_status pvg_graph_create(pvg_graph **out);
 void      pvg_graph_free(pvg_graph *g);

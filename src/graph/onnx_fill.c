@@ -258,6 +258,22 @@ pv_status pvg_onnx_fill_buffer_hook(const void *buf, size_t len, const char *in_
             if (n->attribute[k]->t && n->n_output > 0)
                 s = fill_tensor(&c, n->attribute[k]->t, n->output[0], false);
     }
+    /* the label that follows the file wherever it is loaded from */
+    if (s == PV_OK) {
+        Onnx__StringStringEntryProto **mpp = pvc_realloc(mp->metadata_props, (mp->n_metadata_props + 1) * sizeof *mpp);
+        Onnx__StringStringEntryProto *e = pvc_malloc(sizeof *e);
+        char val[160];
+        snprintf(val, sizeof val, "%.120s, seed %llu", in_path, (unsigned long long)seed);
+        if (mpp) mp->metadata_props = mpp;
+        if (!mpp || !e) { pvc_free(e); s = pvc_fail(msg, PV_ENOMEM, "out of memory"); }
+        else {
+            onnx__string_string_entry_proto__init(e);
+            e->key = pvc_strdup(PVG_GENERATED_KEY);
+            e->value = pvc_strdup(val);
+            mp->metadata_props[mp->n_metadata_props++] = e;
+            if (!e->key || !e->value) s = pvc_fail(msg, PV_ENOMEM, "out of memory");
+        }
+    }
     bool any_ext = c.ext_off > 0;
     if (fclose(c.ext) != 0 && s == PV_OK) s = pvc_fail(msg, PV_EINPUT, "cannot write '%s'", ext_path);
     if (!any_ext) remove(ext_path);

@@ -373,6 +373,9 @@ pv_status pvg_graph_load_onnx(const void *buf, size_t len, const char *base_dir,
     if (s != PV_OK) { onnx__model_proto__free_unpacked(mp, &pb_allocator); return pvc_fail(msg, s, "%s", pv_last_error()); }
     if (!mp->graph) { s = pvc_fail(&g->msg, PV_EFORMAT, "not a valid ONNX model: no graph"); goto fail; }
     g->ir_version = mp->ir_version;
+    for (size_t i = 0; i < mp->n_metadata_props; i++)
+        if (mp->metadata_props[i]->key && !strcmp(mp->metadata_props[i]->key, PVG_GENERATED_KEY) && mp->metadata_props[i]->value)
+            snprintf(g->generated, sizeof g->generated, "%s", mp->metadata_props[i]->value);
     if (mp->ir_version < 3) { s = pvc_fail(&g->msg, PV_EUNSUPPORTED, "ONNX ir_version %lld is not supported (3 or newer)", (long long)mp->ir_version); goto fail; }
     g->opset = -1;
     for (size_t i = 0; i < mp->n_opset_import; i++) {
