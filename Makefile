@@ -4,7 +4,7 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps run test test-asan test-release bench clean check-reference fuzz
+.PHONY: all deps run test test-asan test-release bench clean check-reference fuzz install
 
 all: $(BUILD)/Makefile
 	@$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS)
@@ -15,6 +15,15 @@ $(BUILD)/Makefile:
 
 deps:
 	./tools/deps.sh
+
+# Installs into $(DESTDIR)$(PREFIX): lib/ (libperceive.so + soname links, libperceive.a, pkgconfig/
+# perceive.pc; lib/<multiarch>/ for PREFIX=/usr), include/perceive.h, bin/perceive,
+# share/man/man1/perceive.1, and the Python package in lib/python3/dist-packages/perceive.
+PREFIX ?= /usr/local
+install: $(BUILD)/Makefile
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS) perceive perceive_shared perceive_cli
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
 
 run: all
 	./tools/run_demo.sh $(BUILD)/perceive

@@ -3,7 +3,7 @@
 set -e
 PKGS="build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev
 libonnx-testdata libzip-dev zlib1g-dev libcmocka-dev libdnnl-dev libyaml-dev libcjson-dev libpng-dev
-libssl-dev libmicrohttpd-dev libcurl4-openssl-dev libturbojpeg0-dev curl"
+libssl-dev libmicrohttpd-dev libcurl4-openssl-dev libturbojpeg0-dev curl python3-numpy"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

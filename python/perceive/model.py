@@ -179,7 +179,7 @@ def _params(params):
 
 def _item(x, name, fmt, array, keep):
     """One pv_input for x: a numpy array (points, image or crop), a path, or bytes."""
-    ncols = 0
+    ncols, path = 0, None
     if isinstance(x, np.ndarray):
         what = name or "input"
         if x.ndim == 2 and x.dtype in (np.float32, np.float16, np.float64):
@@ -209,12 +209,12 @@ def _item(x, name, fmt, array, keep):
                 buf = np.frombuffer(f.read(), dtype=np.uint8)
         except OSError as e:
             raise InputError("input '%s': %s" % (os.fsdecode(x), e.strerror or e)) from None
-        fmt = fmt or format_of(x)
+        fmt, path = fmt or format_of(x), os.fsencode(x)   # a manifest (meteor) names files relative to it
     else:
         raise InputError("input: %s is not a numpy array, a path or bytes" % type(x).__name__)
     keep.append(buf)
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    return _lib.PvInput(enc(name), enc(fmt), buf.ctypes.data, buf.nbytes, ncols, enc(array))
+    return _lib.PvInput(enc(name), enc(fmt), buf.ctypes.data, buf.nbytes, ncols, enc(array), path)
 
 
 def _sweep(i, sw, items, params, keep):
