@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const pvm_meteor_cam_names[PVM_METEOR_NCAM] = {
+    "CAM_FRONT_WIDE", "CAM_FRONT_LEFT", "CAM_FRONT_RIGHT", "CAM_BACK_WIDE",
+    "CAM_BACK_LEFT", "CAM_BACK_RIGHT", "CAM_FRONT_NARROW", "CAM_BACK_NARROW",
+};
+
 #define BEV_N   (PVM_METEOR_BEV_H * PVM_METEOR_BEV_W)
 #define DET_N   (PVM_METEOR_DET_H * PVM_METEOR_DET_W)
 #define OCC_N   (PVM_METEOR_OCC_Z * PVM_METEOR_OCC_XY * PVM_METEOR_OCC_XY)

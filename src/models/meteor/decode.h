@@ -49,6 +49,9 @@
 #define PVM_METEOR_MAX_3D   64
 #define PVM_METEOR_MAX_2D   48       /* per camera and scale */
 
+/* The camera slots, in the graph's order (spec 1.2). */
+extern const char *const pvm_meteor_cam_names[PVM_METEOR_NCAM];
+
 /* The engine outputs of one frame (batch 1), float32 unless said, row-major as in the file.
  * Pointers are borrowed for the call. */
 typedef struct pvm_meteor_raw {

@@ -15,11 +15,6 @@
 extern const unsigned char pvm_meteor_skeleton[];
 extern const size_t pvm_meteor_skeleton_len;
 
-const char *const pvm_meteor_cam_names[PVM_METEOR_NCAM] = {
-    "CAM_FRONT_WIDE", "CAM_FRONT_LEFT", "CAM_FRONT_RIGHT", "CAM_BACK_WIDE",
-    "CAM_BACK_LEFT", "CAM_BACK_RIGHT", "CAM_FRONT_NARROW", "CAM_BACK_NARROW",
-};
-
 void pvm_meteor_gen_tag(char *buf, size_t cap)
 {
     char hex[65];

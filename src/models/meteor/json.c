@@ -6,9 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const pvm_meteor_camera_names[PVM_METEOR_NCAM] = { "CAM_FRONT_WIDE", "CAM_FRONT_LEFT", "CAM_FRONT_RIGHT",
-                                                               "CAM_BACK_WIDE",  "CAM_BACK_LEFT",  "CAM_BACK_RIGHT",
-                                                               "CAM_FRONT_NARROW", "CAM_BACK_NARROW" };
 const char *const pvm_meteor_lane_names[PVM_METEOR_LANE_CLS] = { "unlabeled", "road",     "sidewalk", "crosswalk",  "laneline",
                                                                  "stopline",  "road_edge", "marking", "parking_lot" };
 const char *const pvm_meteor_2d_names[PVM_METEOR_2D_CLS] = { "obs",       "car",        "truck",         "bus",
@@ -183,7 +180,7 @@ pv_status pvm_meteor_json_add(cJSON *root, const pvm_meteor_out *o, pvc_msg *msg
             add(&b, e, "stride", num_i(&b, 4 << x->scale));
             push(&b, a, e);
         }
-        add(&b, o2, pvm_meteor_camera_names[cam], a);
+        add(&b, o2, pvm_meteor_cam_names[cam], a);
     }
     add(&b, root, "objects_2d", o2);
 
@@ -194,7 +191,7 @@ pv_status pvm_meteor_json_add(cJSON *root, const pvm_meteor_out *o, pvc_msg *msg
         float pos[3] = { u->x, u->y, 0.0f };
         add(&b, e, "position", arr_f(&b, pos, 3));
         add(&b, e, "score", num_f(&b, u->score));
-        add(&b, e, "camera", str(&b, pvm_meteor_camera_names[u->cam]));
+        add(&b, e, "camera", str(&b, pvm_meteor_cam_names[u->cam]));
         add(&b, e, "box", num_i(&b, first[u->cam] >= 0 ? u->box - first[u->cam] : -1));
         add(&b, e, "source", str(&b, u->from_ground_ray ? "ground_ray" : "depth_mean"));
         push(&b, un, e);

@@ -8,7 +8,6 @@
 
 #include <cjson/cJSON.h>
 
-extern const char *const pvm_meteor_camera_names[PVM_METEOR_NCAM];
 extern const char *const pvm_meteor_lane_names[PVM_METEOR_LANE_CLS];
 extern const char *const pvm_meteor_2d_names[PVM_METEOR_2D_CLS];
 extern const char *const pvm_meteor_occ_names[PVM_METEOR_OCC_C];

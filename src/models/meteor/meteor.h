@@ -32,8 +32,6 @@
 #define PVM_METEOR_STREAM_ID_MAX 64
 #define PVM_METEOR_MAX_STREAMS 16
 
-extern const char *const pvm_meteor_cam_names[PVM_METEOR_NCAM];
-
 /* One frame, ready for the engine. */
 typedef struct pvm_meteor_frame {
     uint8_t         *chw;                   /* [8][3][432][768], owned */

@@ -15,10 +15,6 @@
 #define EGO_W       1.9
 #define MAX_BOX_M   1000.0      /* longer sides are not a box: skipped */
 
-const char *const PVM_METEOR_RENDER_CAM_NAMES[PVM_METEOR_NCAM] = {
-    "CAM_FRONT_WIDE", "CAM_FRONT_LEFT", "CAM_FRONT_RIGHT", "CAM_BACK_WIDE",
-    "CAM_BACK_LEFT", "CAM_BACK_RIGHT", "CAM_FRONT_NARROW", "CAM_BACK_NARROW",
-};
 
 /* ---- inks ----------------------------------------------------------------------------------- */
 /* Lanes are the dim background; area classes muted, thin classes (3..6) bright so they read at
@@ -436,7 +432,7 @@ static void draw_tile(uint8_t *px, const pvm_meteor_render_layout *l, int i, con
         pvio_draw_line(&c, x1, y1, x0, y1, lw, rgb);
         pvio_draw_line(&c, x0, y1, x0, y0, lw, rgb);
     }
-    const char *name = PVM_METEOR_RENDER_CAM_NAMES[i];
+    const char *name = pvm_meteor_cam_names[i];
     int tw = pvio_text_width(name, ts);
     pvio_draw_fill(&c, r->x, r->y, r->x + tw + 4 * ts, r->y + (PVIO_BEV_GLYPH_H + 4) * ts, k_plate);
     pvio_text_draw(px, l->width, l->height, r->x + 2 * ts, r->y + 2 * ts, name, ts, k_text);

@@ -16,7 +16,7 @@
  *     TRAINED MODEL" when generated, and the counts of 3D boxes, 2D boxes and unknown obstacles;
  *   - the BEV panel (base 500 x 800: one pixel per lane cell), left, below the band;
  *   - the eight camera tiles (base 320 x 180) right of it, two per row, in the spec's slot order
- *     (PVM_METEOR_RENDER_CAM_NAMES: row 0 CAM_FRONT_WIDE, CAM_FRONT_LEFT; row 1 CAM_FRONT_RIGHT,
+ *     (pvm_meteor_cam_names: row 0 CAM_FRONT_WIDE, CAM_FRONT_LEFT; row 1 CAM_FRONT_RIGHT,
  *     CAM_BACK_WIDE; row 2 CAM_BACK_LEFT, CAM_BACK_RIGHT; row 3 CAM_FRONT_NARROW,
  *     CAM_BACK_NARROW), each labelled with its name;
  *   - the legend band below both, as wide as the picture.
@@ -78,8 +78,6 @@
 #define PVM_METEOR_RENDER_OCC_ALPHA     0.5
 #define PVM_METEOR_RENDER_RISK_ALPHA    0.55    /* alpha = this * risk (spec 4.6) */
 
-/* Camera slot names, slot order (spec section 1.2). */
-extern const char *const PVM_METEOR_RENDER_CAM_NAMES[PVM_METEOR_NCAM];
 
 /* A rectangle of the picture: [x, x + w) x [y, y + h). */
 typedef struct pvm_meteor_render_rect { int x, y, w, h; } pvm_meteor_render_rect;
