@@ -5,8 +5,9 @@
 # quoting) and two files bevfusion does not take: the JSONs equal the single run's, the failure
 # is listed with its message, exit 1, summary.csv rows; a second run skips both (the model is not
 # even loaded); a truncated JSON is recomputed; a list file with relative paths, a comment, a
-# duplicate and two inputs of the same name; hamer over two images with --box and --png; usage
-# errors; Ctrl-C stops after the current input with the summary written (exit 130).
+# duplicate and two inputs of the same name; hamer over two images with --box and --png, --list
+# with --force, --recursive; usage errors; Ctrl-C stops after the current input with the summary
+# written (exit 130).
 set -u
 PV=$1
 SRC=$2
@@ -123,6 +124,19 @@ rm "$T/hout/two.png"
 "$PV" run hamer "$T/hands" --out "$T/hout" --box 233,141,322,301 --box 521,276,689,397 --left --png --no-timing >/dev/null 2>"$T/err7"
 grep -q "one.png: skipped" "$T/err7" && grep -q "two.png: ok" "$T/err7" && [ -s "$T/hout/two.png" ] && ok "--png: a missing picture reruns" ||
     { bad "--png resume"; cat "$T/err7"; }
+
+# --recursive: sub-folders too (same file names keep their folders), the --out folder inside the
+# input folder is not read back as input (its PNGs would be hamer inputs)
+mkdir -p "$T/hands/sub"
+cp "$IMG" "$T/hands/sub/one.png"
+for pass in 1 2; do
+    "$PV" run hamer "$T/hands" --recursive --out "$T/hands/res" --box 233,141,322,301 --png --no-timing >/dev/null 2>"$T/err9"
+    echo "rc $?" >>"$T/err9"
+done
+if grep -q "rc 0" "$T/err9" && grep -q "^\[1/3\] $T/hands/one.png: skipped" "$T/err9" && grep -q "^\[2/3\] $T/hands/sub/one.png: skipped" "$T/err9" &&
+   grep -q "^\[3/3\] $T/hands/two.png: skipped" "$T/err9" && [ -s "$T/hands/res/hands__one.png.json" ] && [ -s "$T/hands/res/sub__one.png.json" ] &&
+   [ -s "$T/hands/res/two.json" ]; then ok "--recursive, --out inside the input folder"
+else bad "--recursive: $(ls "$T/hands/res")"; cat "$T/err9"; fi
 
 # 6. usage errors: exit 2 with a message
 usage() {   # usage "what" "expected substring" args...
