@@ -22,7 +22,11 @@ set_target_properties(perceive_shared PROPERTIES OUTPUT_NAME perceive VERSION ${
                       SOVERSION ${PV_SOVERSION} LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}
                       LINK_DEPENDS ${PV_SYMBOL_MAP})
 target_include_directories(perceive_shared PUBLIC ${CMAKE_SOURCE_DIR}/include)
-target_link_libraries(perceive_shared PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,perceive>")
+if(CMAKE_VERSION VERSION_LESS 3.24)   # no $<LINK_LIBRARY:WHOLE_ARCHIVE> before 3.24
+  target_link_libraries(perceive_shared PRIVATE -Wl,--whole-archive perceive -Wl,--no-whole-archive)
+else()
+  target_link_libraries(perceive_shared PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,perceive>")
+endif()
 target_link_options(perceive_shared PRIVATE -Wl,--version-script=${PV_SYMBOL_MAP})
 if(NOT PERCEIVE_SANITIZE)
   # every symbol resolved at link time (a sanitized build leaves the runtime's to the loader)

@@ -159,6 +159,14 @@ class BEVFusionTest(unittest.TestCase):
                          cli_json("bevfusion", os.path.join(SCENE, "scene_001.pcd"), "--sweep", FRAME, "--param",
                                   "sweep.0.time_lag_s=0.1", "--param",
                                   "sweep.0.T_current_from_sweep=" + ",".join(map(str, pose))))
+        # stream densification: a second frame of the same stream carries the first as a sweep
+        s0 = self.model(FRAME, stream={"id": "py", "timestamp_s": 1.0, "T_world_from_ego": np.eye(4)})
+        s1 = self.model(os.path.join(SCENE, "scene_001.pcd"),
+                        stream={"id": "py", "timestamp_s": 1.1, "T_world_from_ego": np.eye(4), "reset": False})
+        self.assertEqual((s0.meta["sweeps"], s1.meta["sweeps"]), (1, 2))
+        with self.assertRaises(perceive.InputError) as cm:
+            self.model(FRAME, stream={"id": "py", "timestamp_s": 1.2})
+        self.assertIn("missing pose", str(cm.exception))
         png = hi.png(width=320)
         self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
         self.assertEqual(int.from_bytes(png[16:20], "big"), 320)
