@@ -122,7 +122,7 @@ int cli_bench(int argc, char **argv)
     for (int i = 0; i < o.ninputs; i++) {
         size_t len;
         if (cli_read_file(o.inputs[i], &bufs[i], &len)) goto done;
-        ins[i] = (pv_input){ .name = NULL, .format = cli_format_of(o.inputs[i]), .data = bufs[i], .len = len };
+        ins[i] = (pv_input){ .name = NULL, .format = cli_format_of(o.inputs[i]), .data = bufs[i], .len = len, .path = o.inputs[i] };
         if (pv_input_validate_for(o.model, &ins[i]) != PV_OK) { fprintf(stderr, "perceive: %s: %s\n", o.inputs[i], pv_last_error()); goto done; }
     }
     struct timespec ts;

@@ -539,9 +539,12 @@ pv_status pvm_meteor_item_validate(const pv_input *in, pvc_msg *msg)
         frame_ctx x = { .f = &f, .prm = &prm };
         return parse_manifest(&x, in, false, msg);
     }
-    int c = in->name ? cam_index(in->name) : -1;
+    if (!in->name)
+        return pvc_fail(msg, PV_EUNSUPPORTED, "meteor's main input is a manifest (JSON, format json) naming the eight camera images "
+                        "and their calibration; images alone are camera items named by their slot (CAM_FRONT_WIDE ...)");
+    int c = cam_index(in->name);
     if (c < 0) return pvc_fail(msg, PV_EINPUT, "input '%s' is not known: meteor takes a manifest (JSON) or camera items named CAM_FRONT_WIDE ...",
-                               in->name ? in->name : "(main)");
+                               in->name);
     pvio_image img;
     pv_status s = decode_bytes(in->name, in->data, in->len, in->format, &img, msg);
     if (s == PV_OK) s = check_size(in->name, img.w, img.h, msg);
