@@ -13,12 +13,12 @@ from . import _lib
 from .errors import (ClosedError, FormatError, InputError, InternalError, OutOfMemoryError, PerceiveError,
                      UnsupportedError, WeightsError)
 from .graph import Graph, TensorInfo
-from .model import LABELS, BundleModel, Hand, Model, Object3D, Result, format_of
+from .model import LABELS, BundleModel, EgoPath, Hand, Model, Object2D, Object3D, Result, TrafficLight, format_of
 
 __version__ = "0.1.0"
 __all__ = ["PerceiveError", "InputError", "WeightsError", "FormatError", "OutOfMemoryError", "UnsupportedError",
-           "ClosedError", "InternalError", "Graph", "TensorInfo", "Model", "Result", "Object3D", "Hand", "LABELS",
-           "format_of", "models", "isa", "library_path", "MODELS"]
+           "ClosedError", "InternalError", "Graph", "TensorInfo", "Model", "Result", "Object3D", "Object2D", "EgoPath",
+           "TrafficLight", "Hand", "LABELS", "format_of", "models", "isa", "library_path", "MODELS"]
 
 
 def _class_name(name, description):

@@ -69,6 +69,21 @@ class PvHand(ctypes.Structure):
                 ("keypoints_2d_crop", ctypes.c_float * (PV_HAND_KEYPOINTS * 2))]
 
 
+class PvObject2d(ctypes.Structure):
+    _fields_ = [("camera", ctypes.c_int32), ("class_index", ctypes.c_int32), ("stride", ctypes.c_int32),
+                ("score", ctypes.c_float), ("box", ctypes.c_float * 4)]
+
+
+class PvEgoPath(ctypes.Structure):
+    _fields_ = [("mode", ctypes.c_int32), ("waypoints", ctypes.c_float * 12), ("mode_logits", ctypes.c_float * 3),
+                ("steer", ctypes.c_float), ("accel", ctypes.c_float), ("brake_probability", ctypes.c_float),
+                ("brake", ctypes.c_int32)]
+
+
+class PvTrafficLight(ctypes.Structure):
+    _fields_ = [("state", ctypes.c_int32), ("probability", ctypes.c_float * 4)]
+
+
 class PvTiming(ctypes.Structure):
     _fields_ = [(k, ctypes.c_double) for k in ("decode", "preprocess", "engine", "postprocess", "wait", "total")]
 
@@ -102,6 +117,10 @@ _PROTOS = {
     "pv_result_objects3d": (_int, [_vp, _P(_P(PvObject3d))]),
     "pv_result_hands": (_int, [_vp, _P(_P(PvHand))]),
     "pv_result_mesh_faces": (_int, [_vp, _P(_P(ctypes.c_int32))]),
+    "pv_result_objects2d": (_int, [_vp, _P(_P(PvObject2d))]),
+    "pv_result_grid": (_int, [_vp, _cp, _P(_vp), _P(ctypes.c_int64)]),
+    "pv_result_ego_path": (_int, [_vp, _P(PvEgoPath)]),
+    "pv_result_traffic_light": (_int, [_vp, _P(PvTrafficLight)]),
     "pv_result_json": (_cp, [_vp]),
     "pv_result_json_stable": (_cp, [_vp]),
     "pv_result_text": (_cp, [_vp]),

@@ -69,6 +69,35 @@ _HAND_SHAPES = {"box": (4,), "crop_center": (2,), "cam": (3,), "cam_t": (3,), "c
                 "keypoints_2d_crop": (_lib.PV_HAND_KEYPOINTS, 2)}
 
 
+@dataclass(frozen=True)
+class Object2D:
+    """meteor: a 2D box in camera `camera` (0..7, the slots' order), 768x432 pixels."""
+    camera: int
+    class_index: int
+    stride: int
+    score: float
+    box: tuple                       # x1, y1, x2, y2
+
+
+@dataclass(frozen=True, eq=False)
+class EgoPath:
+    """meteor: the chosen mode's waypoints (x forward, y left, m) at t = 0.5 .. 3.0 s."""
+    mode: int
+    waypoints: np.ndarray            # (6, 2)
+    mode_logits: tuple
+    steer: float
+    accel: float
+    brake_probability: float
+    brake: bool
+
+
+@dataclass(frozen=True)
+class TrafficLight:
+    """meteor: state 0 none, 1 green, 2 yellow, 3 red, and the four probabilities."""
+    state: int
+    probability: tuple
+
+
 def _object(o):
     return Object3D(o.label, LABELS[o.label] if o.label < len(LABELS) else str(o.label), o.orientation_availability,
                     o.shape_type, o.existence_probability, tuple(o.position), tuple(o.orientation), o.yaw,
@@ -98,9 +127,30 @@ class Result:
         faces = ctypes.POINTER(ctypes.c_int32)()
         nf = L.pv_result_mesh_faces(handle, ctypes.byref(faces))
         self.faces = np.ctypeslib.as_array(faces, shape=(nf, 3)).copy() if nf else None
+        o2 = ctypes.POINTER(_lib.PvObject2d)()
+        self.objects_2d = [Object2D(o2[i].camera, o2[i].class_index, o2[i].stride, o2[i].score, tuple(o2[i].box))
+                           for i in range(L.pv_result_objects2d(handle, ctypes.byref(o2)))]
+        ego, tl = _lib.PvEgoPath(), _lib.PvTrafficLight()
+        self.ego_path = (EgoPath(ego.mode, np.array(ego.waypoints, np.float32).reshape(6, 2), tuple(ego.mode_logits),
+                                 ego.steer, ego.accel, ego.brake_probability, bool(ego.brake))
+                         if L.pv_result_ego_path(handle, ctypes.byref(ego)) else None)
+        self.traffic_light = (TrafficLight(tl.state, tuple(tl.probability))
+                              if L.pv_result_traffic_light(handle, ctypes.byref(tl)) else None)
         d = json.loads(self._json)
         self.timing_ms = d.get("timing_ms", {})
         self.meta = d.get("meta", {})
+
+    def grid(self, name):
+        """meteor's grids as numpy copies: "lanes" uint8 [800, 500], "occupancy" uint8 [16, 200, 200],
+        "risk" float32 [400, 250]; None when the result has no such grid."""
+        data, dims = ctypes.c_void_p(), (ctypes.c_int64 * 3)()
+        rank = _lib.lib.pv_result_grid(self._live(), name.encode(), ctypes.byref(data), dims)
+        if not rank:
+            return None
+        shape = tuple(int(d) for d in dims[:rank])
+        dt = np.float32 if name == "risk" else np.uint8
+        n = int(np.prod(shape)) * np.dtype(dt).itemsize
+        return np.frombuffer(ctypes.string_at(data, n), dt).reshape(shape).copy()
 
     def to_dict(self):
         """The result as `POST /predict` returns it (a fresh dict per call)."""

@@ -1,6 +1,6 @@
 #!/bin/sh
 # METEOR end to end as a user runs it, on generated artifacts (the full graph, ~2.5 TFLOP a frame):
-#   meteor_e2e.sh PERCEIVE SOURCE_DIR
+#   meteor_e2e.sh PERCEIVE SOURCE_DIR [LIBPERCEIVE_SO]
 # `perceive gen meteor DIR` (the filled skeleton + a sample manifest with eight camera images),
 # `perceive run meteor MANIFEST` (JSON shape, grids that decode to their sizes, the picture),
 # the rig cache off gives the same bytes, `perceive serve meteor` answers /predict with camera
@@ -53,6 +53,29 @@ for k in ("decode", "rig", "preprocess", "engine", "postprocess", "total"):
     assert k in r["timing_ms"], k
 assert open(sys.argv[2], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 PYEOF
+
+# 2b. the same frame from Python (the package over libperceive.so), when the library is given
+if [ -n "${3:-}" ] && "$PY" -c "import numpy" 2>/dev/null; then
+    PERCEIVE_LIB=$3 PYTHONPATH=$SRC/python "$PY" - "$MAN" "$T/w" "$T/stable.json" <<'PYEOF' || bad "python: METEOR"
+import json, sys
+import perceive
+with perceive.METEOR.from_pretrained(weights_dir=sys.argv[2], threads=2) as model:
+    r = model(sys.argv[1])
+    want = json.load(open(sys.argv[3]))
+    got = r.to_dict(); got.pop("timing_ms")
+    assert got == want, "to_dict differs from perceive run --json"
+    assert r.grid("lanes").shape == (800, 500) and r.grid("occupancy").shape == (16, 200, 200) and r.grid("risk").shape == (400, 250)
+    assert len(r.objects) == len(want["objects"]) and len(r.objects_2d) == sum(len(v) for v in want["objects_2d"].values())
+    assert r.ego_path.mode == want["ego_path"]["mode"] and r.traffic_light.state == want["traffic_light"]["state_id"]
+    try:
+        model(b'{"cameras": []}', format="json")
+        raise SystemExit("an empty manifest was accepted")
+    except perceive.InputError as e:
+        assert "no camera" in str(e), e
+model.close()
+print("python: ok")
+PYEOF
+fi
 
 # 3. refusals from the CLI (before the model is loaded where possible)
 printf '{"cameras": [{"name": "CAM_FRONT_WIDE", "image": "CAM_FRONT_WIDE.jpg", "K": [[0,0,1],[0,500,2],[0,0,1]], "T_cam_ego": [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}]}' >"$T/badK.json"

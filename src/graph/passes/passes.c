@@ -27,6 +27,26 @@ static pv_status fold_constants(pvg_graph *g, int *folded)
     for (int t = 0; t < norder; t++) {
         pvg_node *n = &g->nodes[order[t]];
         if (n->op->flags & PVG_OP_NOFOLD) continue;
+        /* a Constant's tensor becomes the value's data as it is (no copy, any size: the file's
+         * large constants are held once and read in place, not copied into the arena per run) */
+        pvg_attr *ca = n->nattrs == 1 ? &n->attrs[0] : NULL;
+        if (!strcmp(n->op_type, "Constant") && !n->domain[0] && ca && ca->type == PVG_ATTR_TENSOR && !strcmp(ca->name, "value") &&
+            ca->t.data && n->nout == 1 && n->out[0] >= 0 && (unsigned)ca->t.dtype < PV_DTYPE_COUNT && ca->t.rank >= 0 &&
+            ca->t.rank <= PV_MAX_RANK && pvc_tensor_is_contiguous(&ca->t)) {
+            pvg_value *v = &g->values[n->out[0]];
+            memset(&v->decl, 0, sizeof v->decl);
+            v->decl.dtype = ca->t.dtype;
+            v->decl.rank = ca->t.rank;
+            for (int k = 0; k < ca->t.rank; k++) v->decl.dims[k] = ca->t.dims[k];
+            v->data = ca->t.data;
+            ca->t.data = NULL;
+            ca->used = true;
+            v->is_const = true;
+            v->producer = -1;
+            n->dead = true;
+            (*folded)++;
+            continue;
+        }
         bool ok = true;
         for (int k = 0; k < n->nin && ok; k++) {
             if (n->in[k] < 0) { memset(&in[k], 0, sizeof in[k]); in[k].rank = -1; continue; }
