@@ -1,7 +1,9 @@
 // perceive viewer: takes a file, posts it to /predict, draws the result with the renderer of the
 // bundle that answered (`renderers[model]`, keyed on the result's "model" or "meta"."model").
-// A new bundle plugs in as one more entry of `renderers` (see the two below for the shape).
+// A new bundle plugs in as one more entry of `renderers` (see those below; meteor's is web/meteor.js).
 // State for tests and the curious: window.pv = { state, info, result, drawn, has3d, error }.
+
+import { meteorRenderer } from './meteor.js';
 
 const $ = (id) => document.getElementById(id);
 const pv = (window.pv = { state: 'loading', info: null, result: null, drawn: {}, has3d: false, error: null });
@@ -429,26 +431,30 @@ const hamer = {
   },
 };
 
-// The renderer of each bundle, keyed on the result's model name. METEOR (BEV layers, boxes,
-// camera thumbnails) plugs in here as one more { accept, request, show } entry.
-export const renderers = { bevfusion, hamer };
+// The renderer of each bundle, keyed on the result's model name: { accept, request, show } and
+// optionally multiple (several files make one input), setup, preview. request(file, bytes, files)
+// may return the body to post (else the file's bytes) and a name for the status line.
+export const renderers = { bevfusion, hamer, meteor: meteorRenderer({ $, el, fmt, boxFilter, pv }) };
 
 // ---- the page: model info, file in, /predict, result out ---------------------------------------
 
-let current = null;   // { file, bytes }
+let current = null;   // { file, bytes, files }
 
 async function run() {
   if (!current) return;
   const r = renderers[pv.info?.model];
   const view = $('view');
   pv.state = 'running';
-  setStatus(`running ${current.file.name}…`);
+  pv.error = null;
+  let name = current.file.name;
+  setStatus(`running ${name}…`);
   try {
     // a bundle without a renderer: the file as it is (?format=auto), the JSON and timings only
-    const req = r ? r.request(current.file, current.bytes) : { type: 'application/octet-stream', query: new URLSearchParams({ format: 'auto' }) };
+    const req = r ? await r.request(current.file, current.bytes, current.files) : { type: 'application/octet-stream', query: new URLSearchParams({ format: 'auto' }) };
+    if (req.name) setStatus(`running ${(name = req.name)}…`);
     const extra = new URLSearchParams($('params').value.replace(/^\?/, ''));
     for (const [k, v] of extra) req.query.append(k, v);
-    const resp = await fetch(`/predict?${req.query}`, { method: 'POST', headers: { 'Content-Type': req.type }, body: current.bytes });
+    const resp = await fetch(`/predict?${req.query}`, { method: 'POST', headers: { 'Content-Type': req.type }, body: req.body ?? current.bytes });
     const json = await resp.json();
     if (!resp.ok) throw new Error(`${resp.status} ${json.status || ''}: ${json.error || 'request failed'}`);
     const model = json.model || json.meta?.model || pv.info.model;
@@ -456,7 +462,7 @@ async function run() {
     $('json').textContent = JSON.stringify(json, null, 1);
     const w = json.meta?.weights;
     $('weights').textContent = w === 'generated' ? 'GENERATED weights (seeded random, not a trained model): the outputs mean nothing' : w ? `weights: ${w}` : '';
-    setStatus(`${current.file.name}: ${fmt(json.timing_ms?.total ?? 0, 1)} ms`);
+    setStatus(`${name}: ${fmt(json.timing_ms?.total ?? 0, 1)} ms`);
     showTiming(json.timing_ms);
     await (renderers[model] || r)?.show(json, current.file, current.bytes, view);
     pv.state = 'done';
@@ -467,9 +473,11 @@ async function run() {
   }
 }
 
-async function take(file) {
-  current = { file, bytes: await file.arrayBuffer() };
-  const r = renderers[pv.info?.model];
+// files: what was dropped or picked; a renderer without `multiple` takes the first one.
+async function take(files) {
+  if (!files.length) return;
+  const file = files[0], r = renderers[pv.info?.model];
+  current = { file, files: r?.multiple ? files : [file], bytes: await file.arrayBuffer() };
   if (r?.preview) await r.preview(file, $('view'));
   $('run').disabled = false;
   if (r === hamer && !hamerBoxes().length) {
@@ -484,14 +492,14 @@ async function start() {
   const drop = $('drop');
   drop.ondragover = (e) => { e.preventDefault(); drop.classList.add('over'); };
   drop.ondragleave = () => drop.classList.remove('over');
-  drop.ondrop = (e) => { e.preventDefault(); drop.classList.remove('over'); if (e.dataTransfer.files[0]) take(e.dataTransfer.files[0]); };
-  $('file').onchange = () => $('file').files[0] && take($('file').files[0]);
+  drop.ondrop = (e) => { e.preventDefault(); drop.classList.remove('over'); take([...e.dataTransfer.files]); };
+  $('file').onchange = () => take([...$('file').files]);
   $('run').onclick = run;
   try {
     pv.info = await (await fetch('/info')).json();
     $('model').textContent = pv.info.model;
     const r = renderers[pv.info.model];
-    if (r) { $('file').accept = r.accept; r.setup?.(); }
+    if (r) { $('file').accept = r.accept; $('file').multiple = !!r.multiple; r.setup?.(); }
     setStatus(r ? 'pick or drop a file' : `no renderer for model '${pv.info.model}': the JSON is still shown`);
     pv.state = 'ready';
   } catch (e) {

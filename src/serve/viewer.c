@@ -9,6 +9,7 @@
 WEB_FILE(pvsv_web_index)
 WEB_FILE(pvsv_web_js)
 WEB_FILE(pvsv_web_css)
+WEB_FILE(pvsv_web_meteor)
 #ifdef PV_HAVE_THREE
 WEB_FILE(pvsv_web_three)
 WEB_FILE(pvsv_web_three_core)
@@ -19,6 +20,7 @@ static const pvsv_asset assets[] = {
     { "/", "text/html; charset=utf-8", pvsv_web_index, &pvsv_web_index_len },
     { "/viewer/viewer.js", "text/javascript; charset=utf-8", pvsv_web_js, &pvsv_web_js_len },
     { "/viewer/viewer.css", "text/css; charset=utf-8", pvsv_web_css, &pvsv_web_css_len },
+    { "/viewer/meteor.js", "text/javascript; charset=utf-8", pvsv_web_meteor, &pvsv_web_meteor_len },
 #ifdef PV_HAVE_THREE
     /* three.module.min.js imports "./three.core.min.js"; OrbitControls.js imports "three",
      * which the page's import map points at /viewer/three.module.min.js */

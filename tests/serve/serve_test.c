@@ -189,6 +189,9 @@ static void test_endpoints(int port)
     r = http(port, NULL, "/viewer/viewer.js", NULL, NULL, 0);
     CHECK(r.code == 200 && r.body.p && strstr(r.body.p, "renderers"), "GET /viewer/viewer.js: %ld", r.code);
     free(r.body.p);
+    r = http(port, NULL, "/viewer/meteor.js", NULL, NULL, 0);   /* viewer.js imports it */
+    CHECK(r.code == 200 && r.body.p && strstr(r.body.p, "meteorRenderer"), "GET /viewer/meteor.js: %ld", r.code);
+    free(r.body.p);
     struct { const char *method, *path; long code; } cases[] = {
         { "GET", "/predict", 405 }, { "PUT", "/predict", 405 }, { "POST", "/health", 405 }, { "DELETE", "/info", 405 },
         { "GET", "/nope", 404 }, { "GET", "/predict/", 404 }, { "GET", "/viewer/nope.js", 404 },
