@@ -1,5 +1,6 @@
-/* Hardmax (opset 13): 1 at the first maximum along 'axis' (default -1), 0 elsewhere; float
- * dtypes. The index comes from pvk_arg_reduce (kernels/ref/reduce.c) into the workspace, then
+/* Hardmax: 1 at the first maximum along 'axis' (opset 13+, default -1), 0 elsewhere; before
+ * opset 13 the input is coerced to 2-D at 'axis' (default 1) and the maximum is taken over all
+ * of the trailing elements at once (one 1 per row of the 2-D view). Float dtypes. The index comes from pvk_arg_reduce (kernels/ref/reduce.c) into the workspace, then
  * pvk_hardmax_fill writes the one-hot output (so the output may share the input's buffer). */
 #include "graph/ops/axis_view.h"
 #include "kernels/ref/extra.h"
@@ -16,9 +17,15 @@ static pv_status prep_Hardmax(pvg_prep *p)
     const pvc_tensor *in = &p->in[0];
     int64_t axis;
     int ax;
-    if ((s = pvg_attr_int(p, "axis", -1, &axis)) != PV_OK) return s;
+    if ((s = pvg_attr_int(p, "axis", p->opset >= 13 ? -1 : 1, &axis)) != PV_OK) return s;
     hardmax_params *hp = p->params;
-    if ((s = pvg_axis_view(p, axis, &ax, &hp->outer, &hp->n, &hp->inner)) != PV_OK) return s;
+    if (p->opset >= 13) {
+        if ((s = pvg_axis_view(p, axis, &ax, &hp->outer, &hp->n, &hp->inner)) != PV_OK) return s;
+    } else {
+        if ((s = pvg_axis(p, axis, in->rank, "attribute 'axis'", &ax)) != PV_OK) return s;
+        hp->outer = hp->n = hp->inner = 1;
+        for (int d = 0; d < in->rank; d++) *(d < ax ? &hp->outer : &hp->n) *= in->dims[d];
+    }
     pvg_out_set(p, 0, in->dtype, in->rank, in->dims);
     p->workspace = (size_t)(hp->outer * hp->inner) * sizeof(int64_t);
     return PV_OK;

@@ -157,6 +157,7 @@ static pv_status fold_bn(pvg_graph *g, int *count)
         pvg_node *bn = &g->nodes[i];
         if (bn->dead || strcmp(bn->op_type, "BatchNormalization") || *bn->domain || bn->nin != 5) continue;
         if (attr_i(bn, "training_mode", 0) != 0) continue;
+        if (attr_i(bn, "spatial", 1) != 1) continue;    /* opsets 7-8 per-element statistics */
         bool extra_out = false;
         for (int k = 1; k < bn->nout; k++) if (bn->out[k] >= 0) extra_out = true;
         if (extra_out) continue;
