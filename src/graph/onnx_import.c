@@ -1,6 +1,6 @@
 /* ONNX import through protobuf-c, from ONNX's own schema (onnx.proto, compiled at build
  * time). Everything from the file is validated here: dtypes, dims, data sizes, external data
- * paths, references between nodes. Opsets 7-17 of the default domain; each operator reads the
+ * paths, references between nodes. Opsets 7-18 of the default domain; each operator reads the
  * form of its version (p->opset in prepare). */
 #include "graph/onnx.h"
 #include "onnx.pb-c.h"
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #define OPSET_MIN 7
-#define OPSET_MAX 17
+#define OPSET_MAX 18
 #define MAX_TENSOR_BYTES ((int64_t)1 << 36)     /* 64 GiB: anything larger is a broken file */
 
 /* protobuf-c answers NULL for both bad bytes and a failed allocation: remember which. */

@@ -1319,8 +1319,53 @@ def chain_cases():
 def build_all():
     for fn in (unary_cases, activation_cases, binary_cases, compare_cases, cast_cases,
                conv_cases, matmul_cases, norm_cases, reduce_cases, shape_cases, generator_cases,
-               index_cases, pool_cases, resize_cases, chain_cases):
+               index_cases, pool_cases, resize_cases, chain_cases, old_opset_cases):
         fn()
+
+
+# ---- opsets 7-12: the versioned forms (attributes that later became inputs, old semantics) ----
+def old_opset_cases():
+    x3 = lambda r: N(r, [3, 4, 5], 2.0)
+    for op in ('Softmax', 'LogSoftmax', 'Hardmax'):
+        s = snake(op)
+        xin = (lambda r: D(r, [3, 4, 5])) if op == 'Hardmax' else x3
+        # before 13 the input is coerced to 2-D at 'axis': one normalisation per row of [3, 20]
+        case(f'{s}_op11_default', op, lambda r: [In(xin(r))], opset=11)
+        case(f'{s}_op11_axis0', op, lambda r: [In(xin(r))], dict(axis=0), opset=11)
+        case(f'{s}_op11_axis_neg2', op, lambda r: [In(xin(r))], dict(axis=-2), opset=11)
+    case('clip_attrs_op7', 'Clip', lambda r: [In(N(r, [3, 4]))], dict(min=-0.5, max=0.7), opset=7)
+    case('clip_min_attr_op7', 'Clip', lambda r: [In(N(r, [3, 4]))], dict(min=-0.2), opset=7)
+    xp = lambda r: N(r, [1, 2, 3, 4])
+    case('pad_attrs_value_op7', 'Pad', lambda r: [In(xp(r))],
+         dict(pads=[0, 0, 1, 2, 0, 0, 2, 1], value=1.5), opset=7)
+    case('pad_attrs_reflect_op7', 'Pad', lambda r: [In(xp(r))],
+         dict(pads=[0, 0, 2, 1, 0, 0, 1, 2], mode='reflect'), opset=7)
+    case('pad_attrs_edge_op7', 'Pad', lambda r: [In(xp(r))],
+         dict(pads=[0, 1, 0, 2, 0, 0, 1, 0], mode='edge'), opset=7)
+    case('slice_attrs_op9', 'Slice', lambda r: [In(N(r, [4, 5, 6]))],
+         dict(starts=[1, -4], ends=[3, 1000], axes=[0, 2]), opset=9)
+    case('slice_attrs_no_axes_op7', 'Slice', lambda r: [In(N(r, [4, 5, 6]))],
+         dict(starts=[0, 1], ends=[-1, 4]), opset=7)
+    case('dropout_ratio_op7', 'Dropout', lambda r: [In(N(r, [2, 3]))], dict(ratio=0.3), opset=7)
+    case('dropout_ratio_op10', 'Dropout', lambda r: [In(N(r, [2, 3]))], dict(ratio=0.3), nout=2,
+         opset=10)
+    case('squeeze_attr_op11', 'Squeeze', lambda r: [In(N(r, [1, 3, 1, 4]))], dict(axes=[0, -2]),
+         opset=11)
+    case('unsqueeze_attr_op11', 'Unsqueeze', lambda r: [In(N(r, [3, 4]))], dict(axes=[0, 3]),
+         opset=11)
+    case('split_attr_op11', 'Split', lambda r: [In(N(r, [2, 6, 3]))], dict(axis=1, split=[1, 2, 3]),
+         nout=3, opset=11)
+    case('reduce_sum_attr_op11', 'ReduceSum', lambda r: [In(N(r, [2, 3, 4]))],
+         dict(axes=[0, -1], keepdims=0), opset=11)
+    case('reduce_mean_attr_op9', 'ReduceMean', lambda r: [In(N(r, [2, 3, 4]))], dict(axes=[1]),
+         opset=9)
+    case('topk_attr_op9', 'TopK', lambda r: [In(D(r, [3, 8]))], dict(k=3), nout=2, opset=9)
+    case('batchnorm_spatial0_op7', 'BatchNormalization',
+         lambda r: [In(N(r, [2, 3, 2])), K(U(r, [3, 2], 0.5, 1.5)), K(N(r, [3, 2], 0.3)),
+                    K(N(r, [3, 2], 0.5)), K(U(r, [3, 2], 0.2, 2.0))], dict(spatial=0), opset=7)
+    case('batchnorm_spatial1_op7', 'BatchNormalization',
+         lambda r: [In(N(r, [2, 3, 2, 2])), K(U(r, [3], 0.5, 1.5)), K(N(r, [3], 0.3)),
+                    K(N(r, [3], 0.5)), K(U(r, [3], 0.2, 2.0))], dict(spatial=1), opset=7)
 
 
 # ---- writing fixtures ----

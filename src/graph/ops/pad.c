@@ -1,4 +1,5 @@
-/* Pad (opset 11+ form): 'pads' (constant input, [begins..., ends...]; negative values crop,
+/* Pad (opset 11+ form; before 11 'pads' and the float 'value' are attributes): 'pads'
+ * (constant input, [begins..., ends...]; negative values crop,
  * applied before padding, so reflect/edge mirror the kept range), an optional run-time
  * 'constant_value', opset 18's optional 'axes' input; modes constant, reflect (mirror without
  * repeating the edge, periodic when the pad exceeds the dim) and edge. Each output coordinate
@@ -14,12 +15,16 @@ enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE };
  * of the kept source range [lo, lo + keep). */
 typedef struct pad_params {
     int     mode;
+    bool    value_attr;             /* opsets < 11: the constant is 'value', not input 2 */
+    float   value;
     int64_t pb[PV_MAX_RANK], lo[PV_MAX_RANK], keep[PV_MAX_RANK];
 } pad_params;
 
 static pv_status pad_prepare(pvg_prep *p)
 {
-    if (p->nin < 2 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected at least 2 inputs and 1 output");
+    if (p->opset < 11 ? p->nin != 1 : p->nin < 2)
+        return pvg_prep_fail(p, PV_EFORMAT, "opset %d Pad takes %s inputs, got %d", p->opset, p->opset < 11 ? "1" : "2-4", p->nin);
+    if (p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 1 output");
     pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
     if (s) return s;
     const char *ms;
@@ -33,8 +38,18 @@ static pv_status pad_prepare(pvg_prep *p)
     const pvc_tensor *in = &p->in[0];
     int r = in->rank;
     int64_t pads[2 * PV_MAX_RANK], np, axes[PV_MAX_RANK], na = r;
-    if ((s = pvg_in_const_ints(p, 1, pads, 2 * PV_MAX_RANK, &np))) return s;
-    if (pvg_has_in(p, 3)) {
+    if (p->opset < 11) {
+        const int64_t *pa;
+        if ((s = pvg_attr_ints(p, "pads", &pa, &np)) || (s = pvg_attr_float(p, "value", 0.0f, &pp->value))) return s;
+        if (!pa) return pvg_prep_fail(p, PV_EFORMAT, "opset %d Pad needs the attribute 'pads'", p->opset);
+        if (np > 2 * PV_MAX_RANK) return pvg_prep_fail(p, PV_EFORMAT, "'pads' has %lld values for rank %d", (long long)np, r);
+        memcpy(pads, pa, (size_t)np * sizeof *pads);
+        pp->value_attr = true;
+        if (pp->value != 0.0f && (s = pvg_check_dtype(p, 0, PVG_FLOATS))) return s;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    } else if ((s = pvg_in_const_ints(p, 1, pads, 2 * PV_MAX_RANK, &np))) {
+        return s;
+    } else if (pvg_has_in(p, 3)) {
         if ((s = pvg_in_const_ints(p, 3, axes, PV_MAX_RANK, &na))) return s;
     } else
         for (int i = 0; i < r; i++) axes[i] = i;
@@ -137,6 +152,7 @@ static pv_status pad_run(const pvg_exec *x)
     unsigned char zero[8] = { 0 };
     c.cval = zero;
     if (x->nin > 2 && x->in[2].rank >= 0 && x->in[2].data && pvc_numel(&x->in[2]) == 1) c.cval = x->in[2].data;
+    if (c.pp->value_attr && c.pp->value != 0.0f) pvc_set_f64(zero, c.in->dtype, 0, c.pp->value);   /* a float dtype */
     int64_t total = pvc_numel(c.out);
     if (total == 0) return PV_OK;
     if (c.out->rank == 0) {                         /* a scalar: nothing to pad */

@@ -1,4 +1,5 @@
-/* Slice (opset 10+ form: starts, ends, axes, steps as constant inputs). prepare resolves the
+/* Slice (opset 10+ form: starts, ends, axes, steps as constant inputs; before 10: 'starts',
+ * 'ends', optional 'axes' attributes and no steps). prepare resolves the
  * effective start/step per axis with the spec's clamping (negative steps, INT64_MAX/MIN ends);
  * run is a strided copy starting at the first selected element. */
 #include "graph/graph.h"
@@ -9,8 +10,13 @@ typedef struct slice_params {
     int64_t  offset;            /* first element, in source elements */
 } slice_params;
 
+static pv_status slice_prepare_attrs(pvg_prep *p);
+static pv_status slice_resolve(pvg_prep *p, int64_t ns, const int64_t *starts, const int64_t *ends,
+                               const int64_t *axes, const int64_t *steps);
+
 static pv_status slice_prepare(pvg_prep *p)
 {
+    if (p->opset < 10) return slice_prepare_attrs(p);
     if (p->nin < 3 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected at least 3 inputs and 1 output");
     pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
     if (s) return s;
@@ -33,6 +39,41 @@ static pv_status slice_prepare(pvg_prep *p)
     } else
         for (int i = 0; i < ns; i++) steps[i] = 1;
 
+    return slice_resolve(p, ns, starts, ends, axes, steps);
+}
+
+/* Opsets 1-9: the same parameters as attributes, steps all 1. */
+static pv_status slice_prepare_attrs(pvg_prep *p)
+{
+    if (p->nin != 1 || p->nout != 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "opset %d Slice takes 1 input and 1 output (starts/ends/axes are attributes), got %d and %d",
+                             p->opset, p->nin, p->nout);
+    pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
+    if (s) return s;
+    const int64_t *st, *en, *ax;
+    int64_t ns, ne, na;
+    if ((s = pvg_attr_ints(p, "starts", &st, &ns)) || (s = pvg_attr_ints(p, "ends", &en, &ne)) ||
+        (s = pvg_attr_ints(p, "axes", &ax, &na)))
+        return s;
+    if (!st || !en) return pvg_prep_fail(p, PV_EFORMAT, "opset %d Slice needs the attributes 'starts' and 'ends'", p->opset);
+    if (ns != ne) return pvg_prep_fail(p, PV_EFORMAT, "'starts' has %lld values, 'ends' %lld", (long long)ns, (long long)ne);
+    if (ns > p->in[0].rank) return pvg_prep_fail(p, PV_EFORMAT, "'starts' has %lld values for rank %d", (long long)ns, p->in[0].rank);
+    if (ax && na != ns) return pvg_prep_fail(p, PV_EFORMAT, "'axes' has %lld values, 'starts' %lld", (long long)na, (long long)ns);
+    int64_t axes[PV_MAX_RANK], steps[PV_MAX_RANK];
+    for (int i = 0; i < ns; i++) {
+        axes[i] = ax ? ax[i] : i;
+        steps[i] = 1;
+    }
+    return slice_resolve(p, ns, st, en, axes, steps);
+}
+
+/* Per-axis clamping of validated parameters (ns values each) into the strided view. */
+static pv_status slice_resolve(pvg_prep *p, int64_t ns, const int64_t *starts, const int64_t *ends,
+                               const int64_t *axes, const int64_t *steps)
+{
+    pv_status s;
+    const pvc_tensor *in = &p->in[0];
+    int r = in->rank;
     /* Per dim: first index and step; untouched dims take everything. */
     int64_t first[PV_MAX_RANK] = { 0 }, step[PV_MAX_RANK], d[PV_MAX_RANK];
     bool seen[PV_MAX_RANK] = { false };
