@@ -408,12 +408,30 @@ static void test_dropout(void **state)
     float y[6] = { 0 };
     uint8_t mask[6] = { 0 };
     pvc_tensor outs[2] = { oph_tensor(PV_F32, 2, d, y), oph_tensor(PV_BOOL, 2, d, mask) };
-    pvg_exec ex = { NULL, NULL, in, 3, outs, 2, NULL, NULL };
+    bool mask_true = true;          /* dropout.c's params: { bool mask_true; } (opset >= 12) */
+    pvg_exec ex = { NULL, &mask_true, in, 3, outs, 2, NULL, NULL };
     assert_int_equal(op->run(&ex), PV_OK);
     assert_memory_equal(y, x, sizeof x);
     uint8_t ones[6] = { 1, 1, 1, 1, 1, 1 };
     assert_memory_equal(mask, ones, 6);
     oph_free(&r);
+    /* opsets 7-11: 'ratio' is an attribute, one input; the mask is data's type before 10 and
+     * all zero before 12 (ONNX Runtime's inference mask) */
+    oph_attr ratio_attr = OPH_FLOAT("ratio", 0.3f);
+    r = oph_run("Dropout", 7, in, 1, 0, 2, &ratio_attr, 1);
+    assert_int_equal(r.status, PV_OK);
+    oph_expect_shape(&r.out[1], PV_F32, 2, d);
+    oph_free(&r);
+    r = oph_run("Dropout", 10, in, 1, 0, 2, &ratio_attr, 1);
+    assert_int_equal(r.status, PV_OK);
+    oph_expect_shape(&r.out[1], PV_BOOL, 2, d);
+    oph_free(&r);
+    float fmask[6] = { 5, 5, 5, 5, 5, 5 }, fzero[6] = { 0 };
+    mask_true = false;
+    outs[1] = oph_tensor(PV_F32, 2, d, fmask);
+    assert_int_equal(op->run(&ex), PV_OK);
+    assert_memory_equal(fmask, fzero, sizeof fzero);
+    assert_int_equal(run_status("Dropout", 11, in, 3, 0x6u, &ratio_attr, 1), PV_EFORMAT);
     /* one input, one output */
     r = oph_run("Dropout", 17, in, 1, 0, 1, NULL, 0);
     assert_int_equal(r.status, PV_OK);
