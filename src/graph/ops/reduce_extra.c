@@ -1,5 +1,5 @@
 /* ReduceProd ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp. The axes are the
- * 'axes' attribute (opsets 13-17; the optional input 1 from opset 18, which must then be a
+ * 'axes' attribute (opsets 7-17; the optional input 1 from opset 18, which must then be a
  * constant); keepdims; noop_with_empty_axes (opset 18, read whenever present): with no axes it
  * returns the input unchanged, as the spec says (axes handling shared with reduce.c:
  * reduce_axes.h). Floats are computed in f32 (F16/BF16 staged) around pvk_reduce
