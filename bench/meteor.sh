@@ -5,7 +5,7 @@
 # average), agreement per output (fp32 and bf16, the issue's gates), 3D boxes bf16 vs fp32, then
 # speed: `perceive bench meteor` (stage split, rig switch) and ONNX Runtime's p50, peak RSS.
 # Not a CI test (seconds to minutes per frame).
-# Usage: bench/meteor.sh [build/perceive] [threads] [iters]
+# Usage: bench/meteor.sh [build/perceive] [threads] [iters]   (SKIP_AGREE=1: speed and boxes only)
 set -e
 PERCEIVE=${1:-build/perceive}
 THREADS=${2:-2}
@@ -17,7 +17,7 @@ mkdir -p "$OUT"
 [ -s "$OUT/w/meteor_v157c3Z.onnx" ] || "$PERCEIVE" gen meteor "$OUT/w"
 MODEL=$OUT/w/meteor_v157c3Z.onnx
 MAN=tests/fixtures/meteor/sample/manifest.json
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, isa $("$PERCEIVE" version | grep -o 'isa [a-z0-9_]*' || true)"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $("$PERCEIVE" version | grep -o 'isa [a-z0-9_]*' || true)"
 
 "$PY" - "$MAN" "$OUT/inputs.npz" <<'PY'
 import json, os, sys
@@ -46,13 +46,15 @@ imgs = np.zeros((1, 8, 3, 432, 768), np.uint8); K = np.zeros((1, 8, 3, 3), np.fl
 for i, n in enumerate(names):
     c = cams[n]; im = decode(os.path.join(d, c["image"])).astype(np.float64)
     h, w = im.shape[:2]
-    r = np.einsum("yh,hwc,xw->yxc", area(h, 432), im, area(w, 768))
+    r = np.einsum("yh,hwc->ywc", area(h, 432), im)
+    r = np.einsum("ywc,xw->yxc", r, area(w, 768))
     imgs[0, i] = np.clip(np.floor(r + 0.5), 0, 255).astype(np.uint8).transpose(2, 0, 1)
     k = np.array(c["K"], np.float64); k[0] *= 768 / w; k[1] *= 432 / h
     K[0, i] = k; T[0, i] = np.array(c["T_cam_ego"], np.float64)
 np.savez(sys.argv[2], imgs=imgs, K=K, T_cam_ego=T, v0=np.array([man.get("v0", 8.0)], np.float32))
 PY
 
+if [ -z "${SKIP_AGREE:-}" ]; then
 echo "== agreement with ONNX Runtime (same file, same inputs)"
 node tools/gen/ort_run.mjs "$MODEL" "$OUT/inputs.npz" "$OUT/ort.npz" --threads "$THREADS" --opt basic
 for prec in fp32 bf16; do
@@ -79,8 +81,17 @@ for prec, pcc_gate, agree_gate in (("fp32", 0.9999, 0.999), ("bf16", 0.99, 0.99)
             print(f"| {k} | {list(b.shape)} | PCC {pcc:.7f} | {float(np.max(np.abs(x - y))):.3g} | >= {pcc_gate} {'ok' if good else 'FAIL'} |")
         ok &= good
     print(f"{prec} gates: {'PASS' if ok else 'FAIL'}")
+    # seeded random weights make near-flat class scores: how many lane cells are near-ties, and
+    # the agreement on the cells whose reference top-2 margin is above bf16's logit error
+    lg = ref["lane_logit"][0].astype(np.float64)
+    srt = np.sort(lg, axis=0); margin = srt[-1] - srt[-2]
+    for m in (0.01, 0.05, 0.1):
+        sel = margin >= m
+        agree = float(np.mean(got["lane"][0][sel] == ref["lane"][0][sel])) if sel.any() else 1.0
+        print(f"{prec} lane: cells with reference top-2 margin >= {m}: {float(np.mean(sel)):.4f} of all, argmax agreement there {agree:.6f}")
 PY
 
+fi
 echo "== 3D boxes, bf16 against fp32 (perceive run on the sample manifest)"
 for prec in fp32 bf16; do
     "$PERCEIVE" run meteor "$MAN" --weights "$OUT/w" --threads "$THREADS" --precision $prec --no-timing --quiet --json "$OUT/run_$prec.json" 2>/dev/null
@@ -88,7 +99,7 @@ done
 "$PY" - "$OUT/run_fp32.json" "$OUT/run_bf16.json" <<'PY'
 import json, sys, math
 a, b = (json.load(open(p))["objects"] for p in sys.argv[1:3])
-def key(o): return (o.get("class_name") or o.get("label"), o["position"][0], o["position"][1])
+def key(o): return (o["class"], o["kinematics"]["position"][0], o["kinematics"]["position"][1])
 def match(xs, ys):
     used, hit = set(), 0
     for x in xs:
