@@ -17,3 +17,7 @@ echo "result: build/demo/bevfusion.json, picture: build/demo/bevfusion.png"
 "$PERCEIVE" run hamer tests/fixtures/hamer/image.png --box 233,141,322,301 --box 521,276,689,397 --left \
     --json build/demo/hamer.json --png build/demo/hamer.png
 echo "result: build/demo/hamer.json, picture: build/demo/hamer.png"
+# METEOR on the shipped sample frame (eight synthetic camera images + calibration): without the
+# release ONNX the model is generated into the cache on first use (348 MB, labelled so).
+"$PERCEIVE" run meteor tests/fixtures/meteor/sample/manifest.json --json build/demo/meteor.json --png build/demo/meteor.png
+echo "result: build/demo/meteor.json, picture: build/demo/meteor.png"
