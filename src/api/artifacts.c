@@ -168,8 +168,8 @@ pv_status pva_resolve(const pva_spec *sp, const char *weights_dir, bool strict, 
         int o = 0;
         for (int i = 0; i < sp->nfiles && o < (int)sizeof list; i++) o += snprintf(list + o, sizeof list - (size_t)o, "%s%s", i ? ", " : "", sp->files[i]);
         return pvc_fail(msg, PV_ENOWEIGHTS, "%s: release artifacts not found (--weights, PERCEIVE_WEIGHTS_DIR, the Hugging Face cache "
-                        "%.200s). Fetch them: hf download %s --revision %s  (files %s)", sp->model, hub[0] ? hub : "(no HOME)",
-                        sp->hf_repo, sp->revision, list);
+                        "%.200s). Fetch them: hf download %s --revision %s  (files %s%s%s)", sp->model, hub[0] ? hub : "(no HOME)",
+                        sp->hf_repo, sp->revision, list, sp->note ? "; " : "", sp->note ? sp->note : "");
     }
     snprintf(kind, 16, "generated");
     return make_generated(sp, dir, cap, msg);

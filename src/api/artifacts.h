@@ -20,6 +20,7 @@ typedef struct pva_spec {
     const char *files[PVA_MAX_FILES];
     const char *gen_tag;                /* distinguishes generated sets (skeleton hash, seed) */
     pv_status (*generate)(const char *dir, pvc_msg *msg);   /* writes files[] into dir */
+    const char *note;                   /* appended to the --strict message (checksums), or NULL */
 } pva_spec;
 
 /* dir: the folder holding every file; kind: "dir", "release" or "generated". strict refuses

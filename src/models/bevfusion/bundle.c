@@ -1,17 +1,15 @@
 /* bevfusion bundle: artifacts, load (encoder + dense plan), one frame, JSON. */
 #include "models/bevfusion/bundle.h"
+#include "api/artifacts.h"
 #include "api/model_api.h"
 #include "graph/onnx.h"
 #include "io/checksum.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 extern const unsigned char pvm_bevfusion_skeleton[];
 extern const size_t pvm_bevfusion_skeleton_len;
@@ -56,44 +54,9 @@ struct pvm_bevfusion {
 
 /* ---- artifacts ---------------------------------------------------------------------------- */
 
-static bool file_exists(const char *p) { struct stat st; return stat(p, &st) == 0 && S_ISREG(st.st_mode); }
-
-static bool dir_has_files(const char *dir)
-{
-    char p[4200];
-    for (int i = 0; i < PVM_BF_NFILES; i++) {
-        (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
-        if (!file_exists(p)) return false;
-    }
-    return true;
-}
-
-static pv_status mkdirs(const char *path, pvc_msg *msg)
-{
-    char p[4096];
-    (void)pv_pathf(p, sizeof p, "%s", path);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) return pvc_fail(msg, PV_EINPUT, "cannot create '%s': %s", p, strerror(errno));
-        *s = '/';
-    }
-    if (mkdir(p, 0755) != 0 && errno != EEXIST) return pvc_fail(msg, PV_EINPUT, "cannot create '%s': %s", p, strerror(errno));
-    return PV_OK;
-}
-
-static pv_status write_text(const char *path, const char *text, pvc_msg *msg)
-{
-    FILE *f = fopen(path, "wb");
-    size_t n = strlen(text);
-    if (!f || fwrite(text, 1, n, f) != n) { if (f) fclose(f); return pvc_fail(msg, PV_EINPUT, "cannot write '%s': %s", path, strerror(errno)); }
-    if (fclose(f) != 0) return pvc_fail(msg, PV_EINPUT, "cannot write '%s'", path);
-    return PV_OK;
-}
-
 pv_status pvm_bevfusion_generate(const char *dir, pvc_msg *msg)
 {
-    pv_status s = mkdirs(dir, msg);
+    pv_status s = pva_mkdirs(dir, msg);
     if (s != PV_OK) return s;
     char p[4200];
     (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[0]);
@@ -102,138 +65,26 @@ pv_status pvm_bevfusion_generate(const char *dir, pvc_msg *msg)
                                   PVM_BF_GEN_SEED, SIZE_MAX, &st, msg)) != PV_OK)
         return s;
     (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[1]);
-    if ((s = write_text(p, pvm_bevfusion_ml_package_v2_yaml, msg)) != PV_OK) return s;
+    if ((s = pva_write(p, pvm_bevfusion_ml_package_v2_yaml, strlen(pvm_bevfusion_ml_package_v2_yaml), msg)) != PV_OK) return s;
     (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[2]);
-    if ((s = write_text(p, pvm_bevfusion_remapper_yaml, msg)) != PV_OK) return s;
-    /* a manifest of what was written, checked on reuse */
-    char hex[PVM_BF_NFILES][65], man[1024];
-    int o = 0;
-    for (int i = 0; i < PVM_BF_NFILES; i++) {
-        (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[i]);
-        if ((s = pvio_sha256_file(p, hex[i], msg)) != PV_OK) return s;
-        o += snprintf(man + o, sizeof man - (size_t)o, "%s  %s\n", hex[i], file_names[i]);
-    }
-    (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
-    return write_text(p, man, msg);
+    if ((s = pva_write(p, pvm_bevfusion_remapper_yaml, strlen(pvm_bevfusion_remapper_yaml), msg)) != PV_OK) return s;
+    return pva_manifest_write(dir, PVM_BF_NFILES, file_names, msg);   /* checked on reuse */
 }
 
-static bool manifest_ok(const char *dir)
-{
-    char p[4200], line[512];
-    (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", dir);
-    FILE *f = fopen(p, "rb");
-    if (!f) return false;
-    int good = 0;
-    while (fgets(line, sizeof line, f)) {
-        char want[65], name[256];
-        if (sscanf(line, "%64s %255s", want, name) != 2) continue;
-        char got[65];
-        pvc_msg m;
-        (void)pv_pathf(p, sizeof p, "%s/%s", dir, name);
-        if (pvio_sha256_file(p, got, &m) != PV_OK || strcmp(got, want)) { fclose(f); return false; }
-        good++;
-    }
-    fclose(f);
-    return good == PVM_BF_NFILES;
-}
-
-/* The generated bundle's directory: one per skeleton (hash in the name) and seed. */
-static pv_status generated_dir(char *dir, size_t cap, pvc_msg *msg)
-{
-    char base[4096];
-    if (!pv_cache_root(base, sizeof base)) return pvc_fail(msg, PV_ENOWEIGHTS, "no cache directory for generated weights: set PERCEIVE_CACHE_DIR");
-    char hex[65];
-    pvio_sha256_hex(pvm_bevfusion_skeleton, pvm_bevfusion_skeleton_len, hex);
-    hex[12] = 0;
-    (void)pv_pathf(dir, cap, "%s/generated/bevfusion-%s-%s-seed%d", base, PVM_BF_REVISION, hex, PVM_BF_GEN_SEED);
-    return PV_OK;
-}
-
-static pv_status make_generated(char *dir, size_t cap, pvc_msg *msg)
-{
-    pv_status s = generated_dir(dir, cap, msg);
-    if (s != PV_OK) return s;
-    if (dir_has_files(dir) && manifest_ok(dir)) return PV_OK;
-    /* build beside, then rename: concurrent first uses never see a half-written bundle */
-    char tmp[4200];
-    (void)pv_pathf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
-    if ((s = pvm_bevfusion_generate(tmp, msg)) != PV_OK) return s;
-    if (rename(tmp, dir) != 0) {
-        if (dir_has_files(dir) && manifest_ok(dir)) {     /* another process won the race */
-            char p[4300];
-            for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pv_pathf(p, sizeof p, "%s/%s", tmp, file_names[i]); remove(p); }
-            (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", tmp); remove(p);
-            rmdir(tmp);
-            return PV_OK;
-        }
-        /* a stale, broken bundle: replace it */
-        char p[4300];
-        for (int i = 0; i < PVM_BF_NFILES; i++) { (void)pv_pathf(p, sizeof p, "%s/%s", dir, file_names[i]); remove(p); }
-        (void)pv_pathf(p, sizeof p, "%s/MANIFEST.sha256", dir); remove(p);
-        rmdir(dir);
-        if (rename(tmp, dir) != 0) return pvc_fail(msg, PV_EINPUT, "cannot move '%s' to '%s': %s", tmp, dir, strerror(errno));
-    }
-    return PV_OK;
-}
-
+/* --weights, PERCEIVE_WEIGHTS_DIR, the HF cache (the pinned commit, else what refs/v2.0 records:
+ * the sha256 checks then say whether the files are the release's), else generated (one folder
+ * per skeleton hash and seed). */
 static pv_status resolve(pvm_bevfusion *m, const pvm_bevfusion_options *opt, char *dir, size_t cap, pvc_msg *msg)
 {
-    const char *wd = opt && opt->weights_dir ? opt->weights_dir : NULL;
-    if (wd) {
-        char sub[4200];
-        (void)pv_pathf(sub, sizeof sub, "%s/bevfusion", wd);
-        if (dir_has_files(wd)) (void)pv_pathf(dir, cap, "%s", wd);
-        else if (dir_has_files(sub)) (void)pv_pathf(dir, cap, "%s", sub);
-        else
-            return pvc_fail(msg, PV_ENOWEIGHTS, "--weights '%s': %s, %s and %s not found there (nor in '%s/bevfusion')", wd,
-                            file_names[0], file_names[1], file_names[2], wd);
-        snprintf(m->kind, sizeof m->kind, "dir");
-        return PV_OK;
-    }
-    const char *env = getenv("PERCEIVE_WEIGHTS_DIR");
-    if (env && *env) {
-        char sub[4200];
-        (void)pv_pathf(sub, sizeof sub, "%s/bevfusion", env);
-        if (dir_has_files(sub)) { (void)pv_pathf(dir, cap, "%s", sub); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
-        if (dir_has_files(env)) { (void)pv_pathf(dir, cap, "%s", env); snprintf(m->kind, sizeof m->kind, "dir"); return PV_OK; }
-    }
-    char hub[4096];
-    if (getenv("HF_HUB_CACHE") && *getenv("HF_HUB_CACHE")) (void)pv_pathf(hub, sizeof hub, "%s", getenv("HF_HUB_CACHE"));
-    else if (getenv("HF_HOME") && *getenv("HF_HOME")) (void)pv_pathf(hub, sizeof hub, "%s/hub", getenv("HF_HOME"));
-    else if (getenv("HOME")) (void)pv_pathf(hub, sizeof hub, "%s/.cache/huggingface/hub", getenv("HOME"));
-    else hub[0] = 0;
-    char snap[4300];
-    (void)pv_pathf(snap, sizeof snap, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, PVM_BF_COMMIT);
-    if (hub[0] && dir_has_files(snap)) { (void)pv_pathf(dir, cap, "%s", snap); snprintf(m->kind, sizeof m->kind, "release"); return PV_OK; }
-    /* The pinned commit comes from a secondary source: also follow the cache's own record of
-     * what the v2.0 tag resolved to (refs/v2.0 holds the commit `hf download --revision v2.0`
-     * fetched); the sha256 checks then say whether the files are the release's. */
-    char ref[4300], commit[128] = "";
-    (void)pv_pathf(ref, sizeof ref, "%s/models--AutowareFoundation--bevfusion/refs/%s", hub, PVM_BF_REVISION);
-    FILE *rf = hub[0] ? fopen(ref, "rb") : NULL;
-    if (rf) {
-        size_t n = fread(commit, 1, sizeof commit - 1, rf);
-        fclose(rf);
-        commit[n] = 0;
-        commit[strcspn(commit, " \r\n")] = 0;
-        bool hex = n > 0 && commit[0];
-        for (const char *c = commit; *c; c++) hex = hex && ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'));
-        char snap2[4400];
-        if (hex && pv_pathf(snap2, sizeof snap2, "%s/models--AutowareFoundation--bevfusion/snapshots/%s", hub, commit) &&
-            dir_has_files(snap2)) {
-            (void)pv_pathf(dir, cap, "%s", snap2);
-            snprintf(m->kind, sizeof m->kind, "release");
-            return PV_OK;
-        }
-    }
-    if (opt && opt->strict)
-        return pvc_fail(msg, PV_ENOWEIGHTS,
-                        "bevfusion: release artifacts not found (--weights, PERCEIVE_WEIGHTS_DIR, %.200s). Fetch them: "
-                        "hf download %s --revision %s  (files %s, %s, %s; sha256 %.8s %.8s %.8s)",
-                        snap, PVM_BF_REPO, PVM_BF_REVISION, file_names[0], file_names[1], file_names[2], file_sha256[0],
-                        file_sha256[1], file_sha256[2]);
-    snprintf(m->kind, sizeof m->kind, "generated");
-    return make_generated(dir, cap, msg);
+    char hex[65], tag[96], note[160];
+    pvio_sha256_hex(pvm_bevfusion_skeleton, pvm_bevfusion_skeleton_len, hex);
+    hex[12] = 0;
+    snprintf(tag, sizeof tag, "%s-%s-seed%d", PVM_BF_REVISION, hex, PVM_BF_GEN_SEED);
+    snprintf(note, sizeof note, "sha256 %.8s %.8s %.8s", file_sha256[0], file_sha256[1], file_sha256[2]);
+    pva_spec sp = { .model = "bevfusion", .hf_repo = PVM_BF_REPO, .revision = PVM_BF_REVISION, .commit = PVM_BF_COMMIT,
+                    .nfiles = PVM_BF_NFILES, .gen_tag = tag, .generate = pvm_bevfusion_generate, .note = note };
+    for (int i = 0; i < PVM_BF_NFILES; i++) sp.files[i] = file_names[i];
+    return pva_resolve(&sp, opt ? opt->weights_dir : NULL, opt && opt->strict, dir, cap, m->kind, msg);
 }
 
 static pv_status read_whole(const char *path, char **text, size_t *len, pvc_msg *msg)
