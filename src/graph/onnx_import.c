@@ -1,7 +1,8 @@
 /* ONNX import through protobuf-c, from ONNX's own schema (onnx.proto, compiled at build
  * time). Everything from the file is validated here: dtypes, dims, data sizes, external data
  * paths, references between nodes. Opsets 7-18 of the default domain; each operator reads the
- * form of its version (p->opset in prepare). */
+ * form of its version (p->opset in prepare). Opsets 1-6 load when every operator's form at that
+ * opset is the one read at opset 7 (old_forms below). */
 #include "graph/onnx.h"
 #include "onnx.pb-c.h"
 
@@ -14,6 +15,7 @@
 
 #define OPSET_MIN 7
 #define OPSET_MAX 18
+#define OPSET_OLD_MIN 1     /* opsets 1-6: only operators whose form did not change since */
 #define MAX_TENSOR_BYTES ((int64_t)1 << 36)     /* 64 GiB: anything larger is a broken file */
 
 /* protobuf-c answers NULL for both bad bytes and a failed allocation: remember which. */
@@ -362,6 +364,44 @@ static pv_status import_graph(pvg_graph *g, const Onnx__GraphProto *gp)
     return PV_OK;
 }
 
+/* Operators of opsets 1-6 whose definition is unchanged from the given opset up to 7 (the
+ * versions perceive reads there): a model below 7 loads only when each of its operators has
+ * its form at the model's opset. Elementwise ops lost 'consumed_inputs' in 6; Concat's axis
+ * became required in 4, Reshape's shape an input in 5, Split's split an attribute in 2,
+ * Pad's 'paddings' became 'pads' in 2, Tile's inputs changed in 6. Add..Sum (broadcast
+ * attribute), Gemm, BatchNormalization and Dropout ('is_test'), AveragePool
+ * (count_include_pad, 7) and the others stay refused by name. */
+static const struct { const char *op; int since; } old_forms[] = {
+    { "Abs", 6 }, { "Ceil", 6 }, { "Clip", 6 }, { "Elu", 6 }, { "Exp", 6 }, { "Floor", 6 },
+    { "HardSigmoid", 6 }, { "LeakyRelu", 6 }, { "Log", 6 }, { "Neg", 6 }, { "Reciprocal", 6 },
+    { "Relu", 6 }, { "Selu", 6 }, { "Sigmoid", 6 }, { "Sqrt", 6 }, { "Tanh", 6 },
+    { "InstanceNormalization", 6 }, { "Cast", 6 }, { "Tile", 6 }, { "Reshape", 5 }, { "Concat", 4 },
+    { "Split", 2 }, { "Pad", 2 },
+    { "Not", 1 }, { "Softplus", 1 }, { "Softsign", 1 }, { "GlobalAveragePool", 1 }, { "GlobalMaxPool", 1 },
+    { "Identity", 1 }, { "Transpose", 1 }, { "Softmax", 1 }, { "LogSoftmax", 1 }, { "Hardmax", 1 },
+    { "Flatten", 1 }, { "Shape", 1 }, { "Size", 1 }, { "DepthToSpace", 1 }, { "SpaceToDepth", 1 },
+    { "LpNormalization", 1 }, { "ReduceSum", 1 }, { "ReduceMean", 1 }, { "ReduceMax", 1 },
+    { "ReduceMin", 1 }, { "ReduceProd", 1 }, { "ReduceL1", 1 }, { "ReduceL2", 1 }, { "ReduceSumSquare", 1 },
+    { "ReduceLogSum", 1 }, { "ReduceLogSumExp", 1 }, { "ArgMax", 1 }, { "ArgMin", 1 }, { "Constant", 1 },
+    { "Squeeze", 1 }, { "Unsqueeze", 1 }, { "Gather", 1 }, { "MatMul", 1 }, { "Slice", 1 }, { "TopK", 1 },
+};
+
+static pv_status check_old_forms(pvg_graph *g)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        const pvg_node *n = &g->nodes[i];
+        int since = 0;
+        for (size_t k = 0; k < sizeof old_forms / sizeof old_forms[0] && *n->domain == 0; k++)
+            if (!strcmp(n->op_type, old_forms[k].op)) since = old_forms[k].since;
+        if (since == 0 || since > g->opset)
+            return pvc_fail(&g->msg, PV_EUNSUPPORTED,
+                            "ONNX opset %d: node '%s': the opset %d form of %s is not supported (perceive reads opsets %d-%d, "
+                            "and below %d only operators unchanged since)", g->opset, n->name, g->opset, n->op_type,
+                            OPSET_MIN, OPSET_MAX, OPSET_MIN);
+    }
+    return PV_OK;
+}
+
 pv_status pvg_graph_load_onnx(const void *buf, size_t len, const char *base_dir, pvg_graph **out, pvc_msg *msg)
 {
     *out = NULL;
@@ -383,7 +423,7 @@ pv_status pvg_graph_load_onnx(const void *buf, size_t len, const char *base_dir,
         const char *d = mp->opset_import[i]->domain;
         if (!d || !*d || !strcmp(d, "ai.onnx")) g->opset = (int)mp->opset_import[i]->version;
     }
-    if (g->opset < OPSET_MIN || g->opset > OPSET_MAX) {
+    if (g->opset < OPSET_OLD_MIN || g->opset > OPSET_MAX) {
         s = pvc_fail(&g->msg, PV_EUNSUPPORTED, "ONNX opset %d is not supported: perceive reads opsets %d-%d of the default domain",
                      g->opset, OPSET_MIN, OPSET_MAX);
         goto fail;
@@ -392,6 +432,7 @@ pv_status pvg_graph_load_onnx(const void *buf, size_t len, const char *base_dir,
     g->base_dir = pvc_strdup(base_dir ? base_dir : ".");
     if (!g->base_dir) { s = pvc_fail(&g->msg, PV_ENOMEM, "out of memory"); goto fail; }
     if ((s = import_graph(g, mp->graph)) != PV_OK) goto fail;
+    if (g->opset < OPSET_MIN && (s = check_old_forms(g)) != PV_OK) goto fail;
     if ((s = pvg_graph_bind_ops(g)) != PV_OK) goto fail;
     onnx__model_proto__free_unpacked(mp, &pb_allocator);
     *out = g;

@@ -34,7 +34,8 @@ save("short_raw_data", [helper.make_node("Add", ["x", "w"], ["y"])], [X], [Y], [
 save("undefined_input", [helper.make_node("Add", ["x", "nowhere"], ["y"])], [X], [Y])
 save("unknown_op", [helper.make_node("FancyOp", ["x"], ["y"])], [X], [Y])
 save("custom_domain_unregistered", [helper.make_node("ImplicitGemm", ["x"], ["y"], domain="autoware")], [X], [Y])
-save("old_opset", [helper.make_node("Relu", ["x"], ["y"])], [X], [Y], opset=6)  # below 7
+# below 7, an operator whose form changed since (Add-6: the broadcast attribute)
+save("old_opset", [helper.make_node("Add", ["x", "x"], ["y"], broadcast=0)], [X], [Y], opset=6)
 save("future_opset", [helper.make_node("Relu", ["x"], ["y"])], [X], [Y], opset=99)
 save("bad_attr_type", [helper.make_node("Softmax", ["x"], ["y"], axis="one")], [X], [Y])
 save("unknown_attr", [helper.make_node("Relu", ["x"], ["y"], flavour=3)], [X], [Y])

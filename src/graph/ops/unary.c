@@ -1,5 +1,6 @@
 /* Unary elementwise operators: Neg Abs Sqrt Reciprocal Exp Log Sin Cos Erf Tanh Sigmoid Relu
- * LeakyRelu Clip Floor Ceil Round Not. The output has the input's shape and dtype; the work is
+ * LeakyRelu Clip Floor Ceil Round Not, and the trigonometric / hyperbolic Tan Asin Acos Atan
+ * Sinh Cosh Asinh Acosh Atanh (opsets 7/9: one form each). The output has the input's shape and dtype; the work is
  * pvk_unary (kernels/ref/eltwise.c), for f32 Exp Erf Tanh Sigmoid Relu the vectorized maps
  * (pvk_vunary, kernels/ref/eltwise_simd.h: within 2-3 ulp of libm, erf 1e-7 absolute). */
 #include "graph/graph.h"
@@ -92,6 +93,15 @@ UNARY_OP(Floor, PVK_UN_FLOOR)
 UNARY_OP(Ceil, PVK_UN_CEIL)
 UNARY_OP(Round, PVK_UN_ROUND)
 UNARY_OP(Not, PVK_UN_NOT)
+UNARY_OP(Tan, PVK_UN_TAN)
+UNARY_OP(Asin, PVK_UN_ASIN)
+UNARY_OP(Acos, PVK_UN_ACOS)
+UNARY_OP(Atan, PVK_UN_ATAN)
+UNARY_OP(Sinh, PVK_UN_SINH)
+UNARY_OP(Cosh, PVK_UN_COSH)
+UNARY_OP(Asinh, PVK_UN_ASINH)
+UNARY_OP(Acosh, PVK_UN_ACOSH)
+UNARY_OP(Atanh, PVK_UN_ATANH)
 
 static pv_status prep_LeakyRelu(pvg_prep *p)
 {

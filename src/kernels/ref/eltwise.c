@@ -68,6 +68,15 @@ static void unary_f32(pvk_unary_op op, const float *x, float *y, int64_t n, cons
     case PVK_UN_FLOOR:      MAP(floorf(v));
     case PVK_UN_CEIL:       MAP(ceilf(v));
     case PVK_UN_ROUND:      MAP(nearbyintf(v));   /* default rounding mode: half to even */
+    case PVK_UN_TAN:        MAP(tanf(v));
+    case PVK_UN_ASIN:       MAP(asinf(v));
+    case PVK_UN_ACOS:       MAP(acosf(v));
+    case PVK_UN_ATAN:       MAP(atanf(v));
+    case PVK_UN_SINH:       MAP(sinhf(v));
+    case PVK_UN_COSH:       MAP(coshf(v));
+    case PVK_UN_ASINH:      MAP(asinhf(v));
+    case PVK_UN_ACOSH:      MAP(acoshf(v));
+    case PVK_UN_ATANH:      MAP(atanhf(v));
     case PVK_UN_NOT: case PVK_UN_COUNT: return;
     }
 #undef MAP
