@@ -20,12 +20,20 @@
  * other with the GEMM threaded through the pool instead was 2-5x slower on the 128-channel
  * layers (the only ones whose GEMMs are big enough for pvk_gemm_f32 to split).
  *
+ * Narrow layers (cin x cout <= DIRECT_MAX: BEVFusion's 4->16, 16->16, 16->32, 32->32, 32->64)
+ * skip the gather and the GEMM: per offset, the direct kernel of kernels/spconv_pairs.h keeps
+ * W[k] in registers and adds each pair's products straight into the block's rows (per busy
+ * core on the 55k-site level set: 4->16 15 -> 66 GFLOP/s, 16->16 37 -> 62, 32->32 92 -> 144;
+ * 64->64 and wider: no gain, the GEMMs there are big enough). PERCEIVE_SPCONV_DIRECT=N sets
+ * the cin x cout limit (0: never), for A/B runs.
+ *
  * Block rows: the block's G + Y buffers are sized to BLOCK_BYTES, so small channel counts get
  * long blocks (fewer, larger GEMM calls) and 128 channels 512 rows; shorter blocks when that
  * would make fewer than BLOCKS_MIN. The split depends only on the rulebook and the channels,
  * never on the pool, and each block sums in a fixed order: the output is bit-identical for
  * every thread count. */
 #include "kernels/kernels.h"
+#include "kernels/spconv_pairs.h"
 #include "sparse/sparse.h"
 
 #include <stdlib.h>
@@ -35,6 +43,7 @@ enum {
     BLOCK_BYTES = 512 * 1024,   /* G + Y of one thread (128 KiB .. 2 MiB measured: within noise) */
     ROWS_MIN = 32,
     ROWS_MAX = 4096,
+    DIRECT_MAX = 2048,          /* cin x cout up to this: the direct kernel */
     BLOCKS_MIN = 16,            /* blocks wanted at least, for the load balance (32: ~7% slower on 4k sites) */
 };
 
@@ -148,6 +157,7 @@ static void epilogue(float *out, int64_t rows, int64_t cout, const float *bias, 
 typedef struct conv_job {
     const pvs_rulebook  *rb;
     const pvs_conv_desc *d;
+    pvk_spconv_pairs_fn  direct;   /* non-NULL: the direct kernel instead of gather-GEMM-scatter */
     const float *in, *res;
     float       *out;
     char        *ws;
@@ -164,6 +174,15 @@ static void conv_block(const conv_job *j, int64_t a, int64_t b, float *G, float 
     for (int64_t k = 0; k < K; k++) {
         lo[k] = lower_bound(rb->out_idx, rb->start[k], rb->start[k + 1], (int32_t)a);
         hi[k] = lower_bound(rb->out_idx, lo[k], rb->start[k + 1], (int32_t)b);
+    }
+    if (j->direct) {
+        memset(acc, 0, (size_t)(nb * cout) * sizeof(float));
+        for (int64_t k = 0; k < K; k++)
+            if (hi[k] > lo[k])
+                j->direct(hi[k] - lo[k], rb->in_idx + lo[k], rb->out_idx + lo[k], (int32_t)a, j->in, cin,
+                          j->d->w + k * cin * cout, cout, acc);
+        epilogue(acc, nb, cout, j->d->bias, j->res ? j->res + a * cout : NULL, j->d->relu);
+        return;
     }
     bool written = false;
     for (int64_t k = 0; k < K; k++) {   /* offsets that reach every row: straight into the block */
@@ -198,6 +217,18 @@ static void conv_blocks(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
+/* The direct kernel where it beats gather-GEMM-scatter (measured per layer shape, see
+ * BENCHMARKS.md "Sparse encoder: direct kernel"): a SIMD variant, and W[k] small enough that
+ * few passes over the pairs cover it. NULL: the GEMM path. */
+static pvk_spconv_pairs_fn direct_kernel(const pvs_conv_desc *d)
+{
+    const pvk_spconv_pairs_variant *v = pvk_spconv_pairs_select(d->cout);
+    const char *e = getenv("PERCEIVE_SPCONV_DIRECT");   /* A/B knob of the benches; read per call, no state */
+    int64_t lim = e && *e ? atoll(e) : DIRECT_MAX;
+    if (v->isa == PVC_ISA_SCALAR || (int64_t)d->cin * d->cout > lim) return NULL;
+    return v->fn;
+}
+
 void pvs_conv(pvc_pool *pool, const pvs_rulebook *rb, const pvs_conv_desc *d, const float *in,
               const float *residual, float *out, void *ws)
 {
@@ -205,7 +236,7 @@ void pvs_conv(pvc_pool *pool, const pvs_rulebook *rb, const pvs_conv_desc *d, co
     int64_t wr = ws_rows(rb, d);
     int64_t rows = round16((rb->n_out + BLOCKS_MIN - 1) / BLOCKS_MIN);
     rows = PVC_MIN(wr, PVC_MAX(PVC_MIN(ROWS_MIN, wr), rows));
-    conv_job j = { .rb = rb, .d = d, .in = in, .res = residual, .out = out,
+    conv_job j = { .rb = rb, .d = d, .direct = direct_kernel(d), .in = in, .res = residual, .out = out,
                    .ws = (char *)(uintptr_t)al64((uintptr_t)ws), .ws_thread = ws_thread_bytes(wr, d),
                    .ws_rows = wr, .rows = rows };
     int64_t blocks = (rb->n_out + rows - 1) / rows;

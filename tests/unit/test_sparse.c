@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/spconv_pairs.h"
 #include "sparse/sparse.h"
 
 #define GUARD 37
@@ -739,6 +740,56 @@ static void run_conv_case(const ccase *c)
     free(in.xyz);
 }
 
+/* Every direct-kernel variant this CPU runs against the plain one (kernels/spconv_pairs.h) on
+ * runs of pairs with distinct, shuffled outputs inside a block that starts at row a; odd input
+ * channel counts (chunk tails), cout 16/32/48/64, guard floats after the block. Tolerance
+ * 1e-5 x sum |terms| + 1e-6 (the summation order differs). */
+static void test_spconv_pairs_variants(void **state)
+{
+    (void)state;
+    const int cins[] = { 1, 3, 4, 5, 8, 16, 17, 31, 32, 33 }, couts[] = { 16, 32, 48, 64 };
+    const int64_t nx = 97, rows = 61, a = 5;
+    for (int v = 1; v < pvk_spconv_pairs_nvariants; v++) {
+        const pvk_spconv_pairs_variant *var = &pvk_spconv_pairs_variants[v];
+        if (var->isa > pvc_isa_selected()) { printf("skip spconv pairs variant %s (not this CPU)\n", var->name); continue; }
+        for (size_t ic = 0; ic < PVC_COUNTOF(cins); ic++)
+            for (size_t oc = 0; oc < PVC_COUNTOF(couts); oc++) {
+                const int cin = cins[ic], cout = couts[oc];
+                if (cout % var->cout_mult) continue;
+                const int64_t n = rows - 3;   /* some rows get no pair */
+                float *x = rand_floats(nx * cin, 1.0f), *w = rand_floats((int64_t)cin * cout, 0.5f);
+                int32_t *ii = malloc((size_t)n * sizeof(int32_t)), *oi = malloc((size_t)rows * sizeof(int32_t));
+                for (int64_t r = 0; r < rows; r++) oi[r] = (int32_t)(a + r);
+                for (int64_t r = rows - 1; r > 0; r--) {
+                    int64_t t = (int64_t)(urand() % (uint32_t)(r + 1));
+                    int32_t tmp = oi[r]; oi[r] = oi[t]; oi[t] = tmp;
+                }
+                for (int64_t p = 0; p < n; p++) ii[p] = (int32_t)(urand() % (uint32_t)nx);
+                float *init = rand_floats(rows * cout, 1.0f), *got = malloc((size_t)(rows * cout + GUARD) * sizeof(float));
+                float *want = malloc((size_t)(rows * cout) * sizeof(float));
+                memcpy(got, init, (size_t)(rows * cout) * sizeof(float));
+                memcpy(want, init, (size_t)(rows * cout) * sizeof(float));
+                for (int i = 0; i < GUARD; i++) got[rows * cout + i] = GUARD_VAL;
+                pvk_spconv_pairs_ref(n, ii, oi, (int32_t)a, x, cin, w, cout, want);
+                var->fn(n, ii, oi, (int32_t)a, x, cin, w, cout, got);
+                for (int64_t p = 0; p < n; p++)
+                    for (int co = 0; co < cout; co++) {
+                        int64_t r = oi[p] - a;
+                        double mag = fabs(init[r * cout + co]) + 1e-6;
+                        for (int ci = 0; ci < cin; ci++) mag += fabs((double)x[(int64_t)ii[p] * cin + ci] * w[ci * cout + co]);
+                        double err = fabs((double)got[r * cout + co] - want[r * cout + co]);
+                        if (!(err <= 1e-5 * mag))
+                            fail_msg("spconv pairs %s cin %d cout %d pair %lld ch %d: %g vs %g", var->name, cin, cout,
+                                     (long long)p, co, (double)got[r * cout + co], (double)want[r * cout + co]);
+                    }
+                for (int64_t r = n; r < rows; r++)   /* rows no pair reached are untouched */
+                    assert_memory_equal(got + (oi[r] - a) * cout, init + (oi[r] - a) * cout, (size_t)cout * sizeof(float));
+                for (int i = 0; i < GUARD; i++) assert_true(got[rows * cout + i] == GUARD_VAL);
+                free(x); free(w); free(ii); free(oi); free(init); free(got); free(want);
+            }
+    }
+}
+
 static void test_conv_dense_equivalence(void **state)
 {
     (void)state;
@@ -780,6 +831,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spconv_pairs_variants),
         cmocka_unit_test(test_vox_edges),
         cmocka_unit_test(test_vox_float32_rule),
         cmocka_unit_test(test_vox_order_and_full),

@@ -1,0 +1,90 @@
+/* AVX-512 direct kernel of a sparse convolution's offset (kernels/spconv_pairs.h): W[k] is held
+ * in 16 zmm for a chunk of NC x 16 output columns (NC 2 when cout is a multiple of 32, else 1)
+ * and CC = 16 / NC input channels; every pair of the run broadcasts its CC input values and
+ * adds the chunk's products into its output row (one load + one store per zmm). Several passes
+ * (output chunks x input chunks) when cin x cout is larger; input chunks are 16/8/4/2/1 wide so
+ * that every loop is unrolled at compile time. The products of a pair go into up to 4
+ * independent chains (the FMA latency), summed before the row update: a fixed order for given
+ * cin and cout. Compiled with the AVX-512 flags (this file only); called only when
+ * pvc_isa_selected() >= AVX512 and cout % 16 == 0. */
+#include "kernels/spconv_pairs.h"
+
+#include <immintrin.h>
+
+enum { PF_AHEAD = 16 };   /* pairs ahead whose input row is prefetched (random rows of x) */
+
+static inline __attribute__((always_inline)) void
+run(const int NC, const int CC, int64_t n, const int32_t *restrict ii, const int32_t *restrict oi, int32_t a,
+    const float *restrict x, int64_t cin, const float *restrict w, int64_t cout, float *restrict y)
+{
+    const int CH = CC >= 4 ? (NC == 1 ? 4 : 2) : CC;   /* independent chains */
+    __m512 wv[16][2];
+#pragma GCC unroll 16
+    for (int c = 0; c < CC; c++)
+#pragma GCC unroll 2
+        for (int j = 0; j < NC; j++) wv[c][j] = _mm512_loadu_ps(w + c * cout + 16 * j);
+    for (int64_t p = 0; p < n; p++) {
+        if (p + PF_AHEAD < n) _mm_prefetch((const char *)(x + (int64_t)ii[p + PF_AHEAD] * cin), _MM_HINT_T0);
+        const float *xi = x + (int64_t)ii[p] * cin;
+        float *yo = y + (int64_t)(oi[p] - a) * cout;
+        __m512 s[4][2];
+#pragma GCC unroll 4
+        for (int h = 0; h < CH; h++) {
+            __m512 v = _mm512_set1_ps(xi[h]);
+#pragma GCC unroll 2
+            for (int j = 0; j < NC; j++) s[h][j] = _mm512_mul_ps(v, wv[h][j]);
+        }
+#pragma GCC unroll 16
+        for (int c = CH; c < CC; c++) {
+            __m512 v = _mm512_set1_ps(xi[c]);
+#pragma GCC unroll 2
+            for (int j = 0; j < NC; j++) s[c % CH][j] = _mm512_fmadd_ps(v, wv[c][j], s[c % CH][j]);
+        }
+#pragma GCC unroll 2
+        for (int j = 0; j < NC; j++) {
+            __m512 t = s[0][j];
+            if (CH == 4) t = _mm512_add_ps(_mm512_add_ps(s[0][j], s[1][j]), _mm512_add_ps(s[2][j], s[3][j]));
+            else if (CH == 2) t = _mm512_add_ps(s[0][j], s[1][j]);
+            else if (CH == 3) t = _mm512_add_ps(_mm512_add_ps(s[0][j], s[1][j]), s[2][j]);
+            _mm512_storeu_ps(yo + 16 * j, _mm512_add_ps(_mm512_loadu_ps(yo + 16 * j), t));
+        }
+    }
+}
+
+/* One pass: output columns [co, co + 16 NC), input channels [ci, ci + cc). */
+static void pass(int nc, int cc, int64_t n, const int32_t *ii, const int32_t *oi, int32_t a, const float *x,
+                 int64_t cin, const float *w, int64_t cout, float *y)
+{
+#define PASS(NC, CC) run(NC, CC, n, ii, oi, a, x, cin, w, cout, y)
+    if (nc == 2) {
+        switch (cc) {
+        case 8: PASS(2, 8); break;
+        case 4: PASS(2, 4); break;
+        case 2: PASS(2, 2); break;
+        default: PASS(2, 1); break;
+        }
+    } else {
+        switch (cc) {
+        case 16: PASS(1, 16); break;
+        case 8: PASS(1, 8); break;
+        case 4: PASS(1, 4); break;
+        case 2: PASS(1, 2); break;
+        default: PASS(1, 1); break;
+        }
+    }
+#undef PASS
+}
+
+void pvk_spconv_pairs_avx512(int64_t n, const int32_t *in_idx, const int32_t *out_idx, int32_t a, const float *x,
+                             int64_t cin, const float *w, int64_t cout, float *y)
+{
+    const int nc = cout % 32 == 0 ? 2 : 1, ccmax = 16 / nc;
+    for (int64_t co = 0; co < cout; co += 16 * nc)
+        for (int64_t ci = 0; ci < cin;) {
+            int cc = ccmax;
+            while (cc > cin - ci) cc /= 2;
+            /* x and w offset to the chunk; the row strides stay cin and cout */
+            pass(nc, cc, n, in_idx, out_idx, a, x + ci, cin, w + ci * cout + co, cout, y + co);
+            ci += cc;
+        }
+}
