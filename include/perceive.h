@@ -131,6 +131,9 @@ typedef struct pv_graph_stats {
     const char *precision_note;  /* why not the requested one, or "" */
     /* GELU chains fused into perceive::Gelu; activations fused into Add/Sub/Mul/Div */
     int     gelu_fused, eltwise_act_fused;
+    /* float16 values, weights and casts rewritten so the graph computes in float32 (0: none,
+     * or the graph kept its float16 staging; README "float16 graphs") */
+    int     f16_lifted;
 } pv_graph_stats;
 pv_status   pv_graph_stats_get(const pv_graph *g, pv_graph_stats *st);
 

@@ -363,6 +363,7 @@ static int cmd_info(const opts *o)
            "%d GELU chains fused, %d activations fused into element-wise ops\n",
            st.folded, st.bn_folded, st.act_fused, st.attn_fused, st.gelu_fused, st.eltwise_act_fused);
     printf("precision: %s%s%s\n", st.precision, st.precision_note[0] ? " - " : "", st.precision_note);
+    if (st.f16_lifted) printf("float16: computed in float32 (%d values, weights and casts rewritten)\n", st.f16_lifted);
     pv_graph_close(g);
     return 0;
 }

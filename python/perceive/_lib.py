@@ -32,7 +32,7 @@ class PvGraphStats(ctypes.Structure):
                 ("plans", ctypes.c_int), ("folded", ctypes.c_int), ("bn_folded", ctypes.c_int),
                 ("act_fused", ctypes.c_int), ("attn_fused", ctypes.c_int), ("precision", ctypes.c_char_p),
                 ("precision_note", ctypes.c_char_p), ("gelu_fused", ctypes.c_int),
-                ("eltwise_act_fused", ctypes.c_int)]
+                ("eltwise_act_fused", ctypes.c_int), ("f16_lifted", ctypes.c_int)]
 
 
 class PvModelOptions(ctypes.Structure):

@@ -217,6 +217,7 @@ pv_status pv_graph_stats_get(const pv_graph *h, pv_graph_stats *st)
     st->attn_fused = h->passes.attn_fused;
     st->gelu_fused = h->passes.gelu_fused;
     st->eltwise_act_fused = h->passes.eltwise_act_fused;
+    st->f16_lifted = h->passes.f16_lifted;
     st->precision = pvc_precision_name(h->g->precision);
     st->precision_note = h->prec_note;
     for (int i = 0; i < PV_MAX_PLANS; i++) st->plans += h->plans[i] != NULL;

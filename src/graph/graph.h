@@ -240,7 +240,7 @@ pv_status pvg_stub_prepare(pvg_prep *p);
 #undef PVG_OP
 
 /* ---- passes ------------------------------------------------------------------------------- */
-typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused; } pvg_pass_stats;
+typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused, f16_lifted; } pvg_pass_stats;
 pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st);
 /* MatMul -> scale -> [Add mask] -> Softmax -> MatMul chains into perceive::Attention
  * (passes/attention.c). The operator is built in (op_common.c). */
@@ -253,6 +253,9 @@ extern const pvg_op pvg_op_Gelu;        /* custom domain "perceive" (ops/gelu.c)
 /* Add/Sub/Mul/Div -> Relu/LeakyRelu/Clip into the arithmetic node's fused activation, whatever
  * its operands (passes/add_act.c). */
 pv_status pvg_fuse_eltwise_act(pvg_graph *g, int *count);
+/* float16 values, initializers and casts rewritten so the graph computes in float32, rounding
+ * at explicit casts where ONNX Runtime does (passes/f16.c); runs first. *count: what changed. */
+pv_status pvg_lift_f16(pvg_graph *g, int *count);
 
 /* ---- plans -------------------------------------------------------------------------------- */
 typedef struct pvg_plan pvg_plan;

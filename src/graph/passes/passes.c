@@ -257,7 +257,10 @@ pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st)
     pvg_pass_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
-    pv_status s = fold_constants(g, &st->folded);
+    /* float16 -> float32 first: the passes below match f32 constants */
+    pv_status s = pvg_lift_f16(g, &st->f16_lifted);
+    if (s != PV_OK) return s;
+    s = fold_constants(g, &st->folded);
     if (s != PV_OK || !fuse) return s;
     if ((s = fold_bn(g, &st->bn_folded)) != PV_OK) return s;
     /* before fuse_act: the chain's MatMuls must not have taken an activation yet */
