@@ -22,6 +22,7 @@ fi
 
 cd "$GEN"
 "$PY" ops_cases.py
+"$PY" quant_models.py fixtures     # tests/fixtures/models/quant_*: whole models, ORT outputs
 "$PY" models.py export $MODELS
 
 tmp=$(mktemp -d)

@@ -126,6 +126,7 @@ static pv_status qmm_prepare(pvg_prep *p, bool qlinear)
         pvk_qmat bm = { B->data, B->dtype, m->N, zbs, m->nzb };
         pvk_qpack_b(NULL, m->K, m->N, &bm, m->packed_mem, &m->packed);
         if (zbs != zb) pvc_free(zbs);
+        p->consumed = 1u << m->ib;   /* run reads the packed copy only */
     }
     m->ws_gemm = pvk_qgemm_ws(rows, m->N, m->K, m->packed_mem != NULL);
     p->workspace = a64(sizeof(int32_t) * (size_t)(m->nza + m->nzb)) + a64(sizeof(float) * (size_t)m->nbs) +
