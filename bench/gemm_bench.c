@@ -16,6 +16,7 @@
  * while it runs and shows what the code does when it has them.
  *
  *   pv_gemm_bench [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T threads] [-q] [-g group]
+ *                 [-S MxNxK]... [-x] [-c copies]
  *     -r  timed runs per point (default 5); the median is reported, and the best run beside it
  *         (on a box shared with other jobs the best run shows what the code does undisturbed)
  *     -v  only the variant with this name (see the table in kernels.h; "ref", "avx512_12x32"..)
@@ -25,6 +26,12 @@
  *     -q  only the first two shapes
  *     -g  only these row groups, comma-separated: plain, packed, dnnl (default all; -t applies
  *         to plain only, packed and dnnl rows are A * B with B K x N)
+ *     -S  this shape instead of the table (repeatable, up to 16)
+ *     -x  the transformer sweep instead of the table: M = 192, 384, 768, 1536 tokens times the
+ *         ViT-H linear layers, and the batched attention heads (M 192, N 192, K 80 and N 80,
+ *         K 192, as one GEMM per head)
+ *     -c  packed and dnnl rows: cycle over this many copies of the weights (default 1), so
+ *         that B comes from DRAM as it does in a network whose weights exceed the L3 cache
  * Each point is warmed up once; C is written with beta = 0. */
 #include "kernels/dnnl/matmul_dnnl.h"
 #include "kernels/gemm_packed.h"
@@ -42,6 +49,8 @@
 
 typedef struct shape { const char *name; int64_t M, N, K; } shape;
 
+enum { MAX_COPIES = 8, MAX_USER_SHAPES = 16 };
+
 static const shape shapes[] = {
     { "vit-h qkv     ", 192, 3840, 1280 },
     { "vit-h proj    ", 192, 1280, 1280 },
@@ -51,6 +60,18 @@ static const shape shapes[] = {
     { "bev conv 90^2 ", 256, 90 * 90, 256 * 9 },
     { "bev dec ffn-up", 500, 256, 128 },
     { "bev dec ffn-dn", 500, 128, 256 },
+};
+
+/* -x: tokens x the ViT-H linear layers, then one attention head's two products. */
+static const shape sweep[] = {
+    { "qkv      192  ", 192, 3840, 1280 }, { "mlp-up   192  ", 192, 5120, 1280 },
+    { "mlp-dn   192  ", 192, 1280, 5120 }, { "proj     192  ", 192, 1280, 1280 },
+    { "qkv      384  ", 384, 3840, 1280 }, { "mlp-up   384  ", 384, 5120, 1280 },
+    { "mlp-dn   384  ", 384, 1280, 5120 }, { "qkv      768  ", 768, 3840, 1280 },
+    { "mlp-up   768  ", 768, 5120, 1280 }, { "mlp-dn   768  ", 768, 1280, 5120 },
+    { "qkv      1536 ", 1536, 3840, 1280 }, { "mlp-up   1536 ", 1536, 5120, 1280 },
+    { "mlp-dn   1536 ", 1536, 1280, 5120 },
+    { "head q.k^T    ", 192, 192, 80 }, { "head p.v      ", 192, 80, 192 },
 };
 
 /* ---- peaks ------------------------------------------------------------------------------- */
@@ -181,10 +202,18 @@ typedef struct runner {
     pvk_gemm_packed *pk;         /* packed */
     pvk_dnnl_matmul *dm;         /* dnnl */
     void *ws;
+    pvk_gemm_packed *pks[MAX_COPIES];   /* -c: the copies cycled over (pk, dm are the current one) */
+    pvk_dnnl_matmul *dms[MAX_COPIES];
+    int ncopies, next;
 } runner;
 
-static void run_once(const runner *r, pvc_pool *pool, const shape *s, const float *A, const float *B, float *C)
+static void run_once(runner *r, pvc_pool *pool, const shape *s, const float *A, const float *B, float *C)
 {
+    if (r->ncopies > 1) {
+        r->next = (r->next + 1) % r->ncopies;
+        if (r->pk) r->pk = r->pks[r->next];
+        if (r->dm) r->dm = r->dms[r->next];
+    }
     if (r->v) {
         int64_t lda = r->ta ? s->M : s->K, ldb = r->tb ? s->K : s->N;
         r->v->fn(pool, s->M, s->N, s->K, A, lda, r->ta, B, ldb, r->tb, C, s->N, 1.0f, 0.0f);
@@ -199,7 +228,7 @@ static void run_once(const runner *r, pvc_pool *pool, const shape *s, const floa
 /* GFLOP/s over `runs` calls: median and best by the wall clock, and median per busy core
  * (process CPU time: what the threads achieve while they hold a core, whatever the
  * neighbours do; OpenMP threads spinning at a barrier count as busy). */
-static point bench_point(const runner *r, pvc_pool *pool, const shape *s, const float *A, const float *B, float *C,
+static point bench_point(runner *r, pvc_pool *pool, const shape *s, const float *A, const float *B, float *C,
                          int runs, int kind)
 {
     double ms[64], cpu[64], pair[64];
@@ -252,7 +281,9 @@ static int isa_kind(pvc_isa isa) { return isa >= PVC_ISA_AVX512 ? PK_AVX512 : PK
 int main(int argc, char **argv)
 {
     int runs = 5, nshapes = (int)PVC_COUNTOF(shapes);
-    int only_shape = -1, tlo = 1, thi = 2;
+    int only_shape = -1, tlo = 1, thi = 2, copies = 1, nuser = 0;
+    shape user[MAX_USER_SHAPES];
+    const shape *table = shapes;
     const char *only = NULL, *trans = "NN", *group = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-r") && i + 1 < argc) runs = atoi(argv[++i]);
@@ -262,21 +293,34 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) tlo = thi = atoi(argv[++i]) == 1 ? 1 : 2;
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) group = argv[++i];
         else if (!strcmp(argv[i], "-q")) nshapes = 2;
-        else {
+        else if (!strcmp(argv[i], "-x")) { table = sweep; nshapes = (int)PVC_COUNTOF(sweep); }
+        else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+            copies = atoi(argv[++i]);   /* not inside PVC_MIN: it evaluates its arguments twice */
+            copies = PVC_MAX(1, PVC_MIN(MAX_COPIES, copies));
+        }
+        else if (!strcmp(argv[i], "-S") && i + 1 < argc && nuser < MAX_USER_SHAPES) {
+            long long m, n, k;
+            if (sscanf(argv[++i], "%lldx%lldx%lld", &m, &n, &k) != 3 || m < 1 || n < 1 || k < 1) {
+                fprintf(stderr, "-S: '%s' is not MxNxK with positive sizes\n", argv[i]);
+                return 2;
+            }
+            user[nuser++] = (shape){ "custom        ", m, n, k };
+        } else {
             fprintf(stderr, "usage: %s [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T 1|2] [-q] "
-                            "[-g plain|packed|dnnl]\n", argv[0]);
+                            "[-g plain|packed|dnnl] [-S MxNxK]... [-x] [-c copies]\n", argv[0]);
             return 2;
         }
     }
     runs = runs < 1 ? 1 : runs > 64 ? 64 : runs;
+    if (nuser) { table = user; nshapes = nuser; }
     if (strlen(trans) != 2) { fprintf(stderr, "-t takes NN, NT, TN or TT\n"); return 2; }
     bool ta = trans[0] == 'T', tb = trans[1] == 'T';
     bool g_plain = !group || strstr(group, "plain"), g_packed = !group || strstr(group, "packed");
     bool g_dnnl = !group || strstr(group, "dnnl");
 
     pvc_isa isa = pvc_isa_selected();
-    printf("cpu: %s\nisa: %s (PERCEIVE_ISA lowers it); median of %d runs; op(A) op(B) = %s for plain rows\n",
-           pvc_cpu_get()->brand, pvc_isa_name(isa), runs, trans);
+    printf("cpu: %s\nisa: %s (PERCEIVE_ISA lowers it); median of %d runs; op(A) op(B) = %s for plain rows; "
+           "%d cop%s of the weights\n", pvc_cpu_get()->brand, pvc_isa_name(isa), runs, trans, copies, copies > 1 ? "ies" : "y");
     for (int k = PK_AVX2; k < PK_N; k++) {
         if ((k == PK_AVX2 && isa < PVC_ISA_AVX2) || (k == PK_AVX512 && isa < PVC_ISA_AVX512) ||
             (k == PK_BF16 && isa < PVC_ISA_AVX512_BF16))
@@ -297,9 +341,9 @@ int main(int argc, char **argv)
 
     size_t maxa = 0, maxb = 0, maxc = 0;
     for (int s = 0; s < nshapes; s++) {
-        maxa = PVC_MAX(maxa, (size_t)(shapes[s].M * shapes[s].K));
-        maxb = PVC_MAX(maxb, (size_t)(shapes[s].K * shapes[s].N));
-        maxc = PVC_MAX(maxc, (size_t)(shapes[s].M * shapes[s].N));
+        maxa = PVC_MAX(maxa, (size_t)(table[s].M * table[s].K));
+        maxb = PVC_MAX(maxb, (size_t)(table[s].K * table[s].N));
+        maxc = PVC_MAX(maxc, (size_t)(table[s].M * table[s].N));
     }
     float *A = rand_buf(maxa), *B = rand_buf(maxb), *C = rand_buf(maxc);
     pvc_pool *pool2 = NULL;
@@ -309,7 +353,7 @@ int main(int argc, char **argv)
            "median", "%peak", "best", "%peak", "percore", "%core", "%pair");
     for (int s = 0; s < nshapes; s++) {
         if (only_shape >= 0 && s != only_shape) continue;
-        const shape *sh = &shapes[s];
+        const shape *sh = &table[s];
         for (int vi = 0; g_plain && vi < pvk_gemm_f32_nvariants; vi++) {
             const pvk_gemm_variant *v = &pvk_gemm_f32_variants[vi];
             if (v->isa > isa || (only && strcmp(only, v->name))) continue;
@@ -322,36 +366,40 @@ int main(int argc, char **argv)
         for (int vi = 0; g_packed && vi < pvk_gemm_packed_nvariants; vi++) {
             const pvk_gemm_packed_variant *v = &pvk_gemm_packed_variants[vi];
             if (v->isa > isa || !v->pk || (only && strcmp(only, v->name))) continue;
-            runner r = { 0 };
+            runner r = { .ncopies = copies };
             pvc_msg msg;
-            if (pvk_gemm_packed_create(sh->K, sh->N, B, sh->N, false, 1.0f, v->precision, v, &r.pk, &msg) != PV_OK) {
-                fprintf(stderr, "%s\n", msg.text);
-                return 1;
-            }
+            for (int c = 0; c < copies; c++)
+                if (pvk_gemm_packed_create(sh->K, sh->N, B, sh->N, false, 1.0f, v->precision, v, &r.pks[c], &msg) != PV_OK) {
+                    fprintf(stderr, "%s\n", msg.text);
+                    return 1;
+                }
+            r.pk = r.pks[0];
             char name[40];
             snprintf(name, sizeof name, "packed %s", v->name);
             int kind = v->precision == PVC_PREC_BF16 ? PK_BF16 : isa_kind(v->isa);
             for (int t = tlo; t <= thi; t++)
                 print_row(name, kind, sh, t, bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs, kind));
-            pvk_gemm_packed_free(r.pk);
+            for (int c = 0; c < copies; c++) pvk_gemm_packed_free(r.pks[c]);
         }
         for (int prec = 0; g_dnnl && prec < 2; prec++) {
             if (prec == PVC_PREC_BF16 && isa < PVC_ISA_AVX512_BF16) continue;
             for (int t = tlo; t <= thi; t++) {
-                runner r = { 0 };
+                runner r = { .ncopies = copies };
                 size_t ws = 0;
-                if (pvk_dnnl_matmul_create(sh->M, sh->N, sh->K, sh->K, B, sh->N, false, 1.0f, sh->N, false, NULL,
-                                           (pvc_precision)prec, t, &r.dm, &ws, NULL) != PV_OK) {
-                    fprintf(stderr, "oneDNN matmul: out of memory\n");
-                    return 1;
-                }
+                for (int c = 0; c < copies; c++)
+                    if (pvk_dnnl_matmul_create(sh->M, sh->N, sh->K, sh->K, B, sh->N, false, 1.0f, sh->N, false, NULL,
+                                               (pvc_precision)prec, t, &r.dms[c], &ws, NULL) != PV_OK) {
+                        fprintf(stderr, "oneDNN matmul: out of memory\n");
+                        return 1;
+                    }
+                r.dm = r.dms[0];
                 if (!r.dm) continue;   /* no oneDNN, or only its reference code */
                 r.ws = pvc_malloc_aligned(ws + 64);
                 char name[40];
                 snprintf(name, sizeof name, "dnnl %.17s", pvk_dnnl_matmul_impl(r.dm));
                 int kind = prec == PVC_PREC_BF16 ? PK_BF16 : isa_kind(isa);
                 print_row(name, kind, sh, t, bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs, kind));
-                pvk_dnnl_matmul_free(r.dm);
+                for (int c = 0; c < copies; c++) pvk_dnnl_matmul_free(r.dms[c]);
                 pvc_free_aligned(r.ws);
             }
         }

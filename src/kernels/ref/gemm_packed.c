@@ -270,6 +270,7 @@ typedef struct pk_job {
     int64_t mcb, nmb;     /* rows per M block, M blocks */
     int64_t kc;           /* K slice */
     int64_t slices;
+    int64_t next;         /* the next slice to hand out (pk_worker) */
 } pk_job;
 
 static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_t n1, void *apack)
@@ -310,21 +311,31 @@ static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_
     }
 }
 
-/* Slices [begin, end): one contiguous run of (M block, panel) units, one piece per M block. */
-static void pk_slices(void *ctx, int64_t begin, int64_t end, int tid)
+/* One slice: a contiguous run of (M block, panel) units, one piece per M block. */
+static void pk_slice(const pk_job *j, int64_t s, void *apack)
 {
-    const pk_job *j = ctx;
-    (void)tid;
-    _Alignas(64) unsigned char apack[PVK_GEMM_PK_APACK_BYTES];
     int64_t npan = j->g->npan, nr = j->pk->nr;
     int64_t units = j->nmb * npan;
-    int64_t u = units * begin / j->slices, ue = units * end / j->slices;
+    int64_t u = units * s / j->slices, ue = units * (s + 1) / j->slices;
     while (u < ue) {
         int64_t mb = u / npan, p0 = u % npan, p1 = PVC_MIN(npan, p0 + (ue - u));
         int64_t m0 = mb * j->mcb;
         pk_piece(j, m0, PVC_MIN(j->mcb, j->M - m0), p0 * nr, PVC_MIN(p1 * nr, j->g->N), apack);
         u += p1 - p0;
     }
+}
+
+/* Each pool thread takes slices one at a time from the job's counter until none is left. The
+ * pool's own chunking is not used for this: it cuts n items into ~4 chunks per thread, so 10
+ * slices became 5 chunks of 2 and one of two threads did 3 of them (192x5120x1280 at 2
+ * threads: 74 % of the FMA peak, 89 % with the counter). */
+static void pk_worker(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    pk_job *j = ctx;
+    (void)tid;
+    _Alignas(64) unsigned char apack[PVK_GEMM_PK_APACK_BYTES];
+    for (int64_t w = begin; w < end; w++)
+        for (int64_t s; (s = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;) pk_slice(j, s, apack);
 }
 
 void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
@@ -354,5 +365,5 @@ void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, co
     int64_t threads = pvc_pool_threads(pool), units = j.nmb * g->npan;
     int64_t per_thread = units / (threads * PVC_MAX(1, SLICE_MIN_COLS / pk->nr));
     j.slices = PVC_MIN(units, threads * PVC_MAX(1, PVC_MIN(per_thread, 16)));
-    pvc_parallel_for(pool, j.slices, 1, pk_slices, &j);
+    pvc_parallel_for(pool, PVC_MIN(threads, j.slices), 1, pk_worker, &j);
 }

@@ -53,6 +53,7 @@ typedef struct blk_job {
     int64_t npan;          /* NR panels across N */
     int64_t kc;            /* K slice */
     int64_t slices;
+    int64_t next;          /* the next slice to hand out (gemm_worker) */
 } blk_job;
 
 /* Prefetching the next B panel's source: its rows are far apart (one row per k when B is not
@@ -144,21 +145,29 @@ static void gemm_piece(const blk_job *j, int64_t m0, int64_t mc, int64_t n0, int
     }
 }
 
-/* Slices [begin, end): their units form one contiguous run, done as one piece per M block. */
-static void gemm_slices(void *ctx, int64_t begin, int64_t end, int tid)
+/* One slice: its units form one contiguous run, done as one piece per M block. */
+static void gemm_slice(const blk_job *j, int64_t s, float *apack, float *bpack)
 {
-    const blk_job *j = ctx;
-    (void)tid;
-    _Alignas(64) float apack[PVK_GEMM_APACK_FLOATS];
-    _Alignas(64) float bpack[PVK_GEMM_BPACK_FLOATS];
     int64_t units = j->nmb * j->npan, nr = j->uk->nr;
-    int64_t u = units * begin / j->slices, ue = units * end / j->slices;
+    int64_t u = units * s / j->slices, ue = units * (s + 1) / j->slices;
     while (u < ue) {
         int64_t mb = u / j->npan, p0 = u % j->npan, p1 = PVC_MIN(j->npan, p0 + (ue - u));
         int64_t m0 = mb * j->mcb;
         gemm_piece(j, m0, PVC_MIN(j->mcb, j->M - m0), p0 * nr, PVC_MIN(p1 * nr, j->N), apack, bpack);
         u += p1 - p0;
     }
+}
+
+/* Each pool thread takes slices one at a time from the job's counter (the pool's own chunks,
+ * ~4 per thread, would pair slices unevenly: 10 slices as 5 chunks of 2 on 2 threads). */
+static void gemm_worker(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    blk_job *j = ctx;
+    (void)tid;
+    _Alignas(64) float apack[PVK_GEMM_APACK_FLOATS];
+    _Alignas(64) float bpack[PVK_GEMM_BPACK_FLOATS];
+    for (int64_t w = begin; w < end; w++)
+        for (int64_t s; (s = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;) gemm_slice(j, s, apack, bpack);
 }
 
 void pvk_gemm_f32_blocked(const pvk_gemm_ukernel *uk, pvc_pool *pool, int64_t M, int64_t N, int64_t K,
@@ -193,5 +202,5 @@ void pvk_gemm_f32_blocked(const pvk_gemm_ukernel *uk, pvc_pool *pool, int64_t M,
     int64_t threads = pvc_pool_threads(pool), units = j.nmb * j.npan;
     int64_t per_thread = units / (threads * PVC_MAX(1, SLICE_MIN_COLS / uk->nr));
     j.slices = PVC_MIN(units, threads * PVC_MAX(1, PVC_MIN(per_thread, 16)));
-    pvc_parallel_for(pool, j.slices, 1, gemm_slices, &j);
+    pvc_parallel_for(pool, PVC_MIN(threads, j.slices), 1, gemm_worker, &j);
 }
