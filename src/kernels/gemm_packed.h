@@ -73,6 +73,24 @@ pv_status pvk_gemm_packed_create(int64_t K, int64_t N, const float *B, int64_t l
  * M x N block is written. Several runs of one object may go on at once (it is read-only). */
 void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
                          float *C, int64_t ldc, float beta, const float *bias, const pvg_act *act);
+/* What a run does to C after the product, per C block right after its last K slice (while the
+ * block is still in L1), in this order:
+ *   C = act(A B' + beta C + bias);  C = map(C);  C += residual
+ * bias [N] or NULL; act NULL or none: nothing; map: an in-place row function such as the GELU
+ * of kernels/ref/eltwise_simd.h (y may equal x), or NULL; residual [M, N] with row stride ldr,
+ * or NULL; it must not overlap C. The linear layers of transformers: bias + GELU (MLP up), bias
+ * + residual (projections, MLP down). */
+typedef void (*pvk_gemm_map_fn)(const float *x, float *y, int64_t n);
+typedef struct pvk_gemm_epilogue {
+    const float    *bias;
+    const pvg_act  *act;
+    pvk_gemm_map_fn map;
+    const float    *residual;
+    int64_t         ldr;
+} pvk_gemm_epilogue;
+/* pvk_gemm_packed_run with an epilogue (NULL: none). */
+void pvk_gemm_packed_run_ep(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
+                            float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *ep);
 /* Objects are reference counted: create gives one reference, retain adds one (returns g), free
  * drops one and releases the packed weights with the last (plans of one graph that share a
  * layer's weights each hold a reference). */

@@ -34,6 +34,7 @@
 
 #include "kernels/dnnl/matmul_dnnl.h"
 #include "kernels/gemm_packed.h"
+#include "kernels/ref/eltwise_simd.h"
 #include "op_harness.h"
 
 #define GUARD 32
@@ -569,6 +570,69 @@ static void test_dnnl_matmul(void **state)
     free(A); free(B); free(Bs); free(bias); free(Cv); free(Cr);
 }
 
+/* The epilogue hook (pvk_gemm_packed_run_ep): bias, activation, the selected vector GELU as the
+ * map and a residual with its own row stride, on every runnable variant and pools of 1-3
+ * threads, against the twin: the plain GEMM, then the same steps with libm's GELU (the plain C
+ * twin of eltwise_simd.h). Tolerance: the variant's bound of check_case times 1.2 (GELU's slope
+ * is below 1.13) plus 1e-6 * (1 + |C|) for the vector erf. C's stride gaps stay untouched. */
+static void test_epilogue(void **state)
+{
+    (void)state;
+    pvk_gemm_map_fn gelu = pvk_vec_selected()->unary[PVK_VU_GELU], gelu_ref = pvk_vec_ref.unary[PVK_VU_GELU];
+    pvc_pool *pools[] = { NULL, pool2, pool3 };
+    for (int vi = 0; vi < pvk_gemm_packed_nvariants; vi++) {
+        const pvk_gemm_packed_variant *v = &pvk_gemm_packed_variants[vi];
+        if (!runnable(v)) continue;
+        bool bf16 = v->precision == PVC_PREC_BF16;
+        for (int rep = 0; rep < 12; rep++) {
+            int64_t M = rep < 2 ? 192 : irand(1, 80), N = rep < 2 ? 96 + rep * 17 : irand(1, 100), K = irand(1, 90);
+            int64_t ldc = N + (rep & 1) * 3, ldr = N + (rep % 3);
+            bool use_bias = rep % 4 != 3, use_map = rep % 2 == 0, use_res = rep % 3 != 2;
+            pvg_act act = { rep % 5 == 4 ? PVG_ACT_RELU : PVG_ACT_NONE, 0.0f, 0.0f };
+            float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+            float *bias = malloc(sizeof(float) * (size_t)N), *R = malloc(sizeof(float) * (size_t)(M * ldr));
+            float *Cv = malloc(sizeof(float) * (size_t)(M * ldc)), *Cr = malloc(sizeof(float) * (size_t)(M * ldc));
+            assert_true(A && B && bias && R && Cv && Cr);
+            float maxa = 0, maxb = 0;
+            for (int64_t i = 0; i < M * K; i++) { A[i] = frand(); maxa = fmaxf(maxa, fabsf(A[i])); }
+            for (int64_t i = 0; i < K * N; i++) { B[i] = frand(); maxb = fmaxf(maxb, fabsf(B[i])); }
+            for (int64_t i = 0; i < N; i++) bias[i] = frand();
+            for (int64_t i = 0; i < M * ldr; i++) R[i] = frand();
+            for (int64_t i = 0; i < M * ldc; i++) Cv[i] = Cr[i] = GUARD_VAL;
+            pvk_gemm_packed *pk = NULL;
+            pvc_msg msg = {{0}};
+            assert_int_equal(pvk_gemm_packed_create(K, N, B, N, false, 1.0f, v->precision, v, &pk, &msg), PV_OK);
+            pvk_gemm_epilogue ep = { use_bias ? bias : NULL, &act, use_map ? gelu : NULL, use_res ? R : NULL, ldr };
+            pvk_gemm_packed_run_ep(pk, pools[rep % 3], M, A, K, Cv, ldc, 0.0f, &ep);
+            pvk_gemm_packed_free(pk);
+            if (bf16) pvk_gemm_bf16_ref(NULL, M, N, K, A, K, B, N, false, Cr, ldc, 0.0f);
+            else pvk_gemm_f32_ref(NULL, M, N, K, A, K, false, B, N, false, Cr, ldc, 1.0f, 0.0f);
+            for (int64_t i = 0; i < M; i++) {
+                float *c = Cr + i * ldc;
+                if (use_bias) for (int64_t j = 0; j < N; j++) c[j] += bias[j];
+                pvk_act_apply(&act, c, N);
+                if (use_map) gelu_ref(c, c, N);
+                if (use_res) for (int64_t j = 0; j < N; j++) c[j] += R[i * ldr + j];
+            }
+            double tol_ab = 1.2 * (bf16 ? 1e-6 : 1e-5) * (double)K * maxa * maxb;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < ldc; j++) {
+                    float got = Cv[i * ldc + j], want = Cr[i * ldc + j];
+                    if (j >= N) {
+                        if (got != GUARD_VAL) fail_msg("%s: epilogue wrote the stride gap C[%lld][%lld]", v->name, (long long)i, (long long)j);
+                        continue;
+                    }
+                    double tol = tol_ab + 1e-6 * (1.0 + fabs(want));
+                    if (!(fabs((double)got - want) <= tol))
+                        fail_msg("%s: epilogue M=%lld N=%lld K=%lld bias=%d act=%d gelu=%d residual=%d: C[%lld][%lld] = %.9g, twin %.9g (tol %.3g)",
+                                 v->name, (long long)M, (long long)N, (long long)K, use_bias, (int)act.kind, use_map, use_res,
+                                 (long long)i, (long long)j, got, want, tol);
+                }
+            free(A); free(B); free(bias); free(R); free(Cv); free(Cr);
+        }
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -599,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_small_stack),
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_dnnl_matmul),
+        cmocka_unit_test(test_epilogue),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -249,14 +249,25 @@ size_t pvk_gemm_packed_bytes(const pvk_gemm_packed *g) { return g->bytes; }
 
 /* ---- run -------------------------------------------------------------------------------------- */
 
-static void epilogue(float *c, int64_t ldc, int64_t rows, int64_t cols, const float *bias, const pvg_act *act)
+/* Rows [m0, m0 + rows) x columns [n0, n0 + cols) of C, c pointing at the first (see
+ * pvk_gemm_epilogue for the order). */
+static void epilogue(float *c, int64_t ldc, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
+                     const pvk_gemm_epilogue *ep)
 {
+    const float *r = ep->residual ? ep->residual + m0 * ep->ldr + n0 : NULL;
     for (int64_t i = 0; i < rows; i++, c += ldc) {
-        if (bias)
-            for (int64_t j = 0; j < cols; j++) c[j] += bias[j];
-        if (act) pvk_act_apply(act, c, cols);
+        if (ep->bias)
+            for (int64_t j = 0; j < cols; j++) c[j] += ep->bias[n0 + j];
+        if (ep->act) pvk_act_apply(ep->act, c, cols);
+        if (ep->map) ep->map(c, c, cols);
+        if (r) {
+            for (int64_t j = 0; j < cols; j++) c[j] += r[j];
+            r += ep->ldr;
+        }
     }
 }
+
+static bool epilogue_any(const pvk_gemm_epilogue *ep) { return ep->bias || ep->act || ep->map || ep->residual; }
 
 typedef struct pk_job {
     const pvk_gemm_packed *g;
@@ -265,8 +276,7 @@ typedef struct pk_job {
     const float *A; int64_t lda;
     float *C; int64_t ldc;
     bool accumulate;
-    const float *bias;
-    const pvg_act *act;
+    pvk_gemm_epilogue ep;
     int64_t mcb, nmb;     /* rows per M block, M blocks */
     int64_t kc;           /* K slice */
     int64_t slices;
@@ -305,7 +315,7 @@ static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_
                     pk->kernel(kc, (const char *)apack + (size_t)(i * kcp * pk->esize), b, c + i * j->ldc, j->ldc,
                                (int)PVC_MIN(mr, mc - i), nc, overwrite, &pf);
                 }
-                if (last && (j->bias || j->act)) epilogue(c, j->ldc, mc, nc, j->bias ? j->bias + n : NULL, j->act);
+                if (last && epilogue_any(&j->ep)) epilogue(c, j->ldc, m0, mc, n, nc, &j->ep);
             }
         }
     }
@@ -341,19 +351,28 @@ static void pk_worker(void *ctx, int64_t begin, int64_t end, int tid)
 void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
                          float *C, int64_t ldc, float beta, const float *bias, const pvg_act *act)
 {
+    pvk_gemm_epilogue ep = { bias, act, NULL, NULL, 0 };
+    pvk_gemm_packed_run_ep(g, pool, M, A, lda, C, ldc, beta, &ep);
+}
+
+void pvk_gemm_packed_run_ep(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
+                            float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *epi)
+{
     if (M <= 0) return;
-    if (act && act->kind == PVG_ACT_NONE) act = NULL;
+    pvk_gemm_epilogue ep = { 0 };
+    if (epi) ep = *epi;
+    if (ep.act && ep.act->kind == PVG_ACT_NONE) ep.act = NULL;
     const pvk_gemm_pk *pk = g->v->pk;
     if (!pk) {   /* the oracles, then the epilogue */
         if (g->v->precision == PVC_PREC_BF16)
             bf16_ref_plain(pool, M, g->N, g->K, A, lda, g->data, C, ldc, beta);
         else
             pvk_gemm_f32_ref(pool, M, g->N, g->K, A, lda, false, g->data, g->N, false, C, ldc, 1.0f, beta);
-        if (bias || act) epilogue(C, ldc, M, g->N, bias, act);
+        if (epilogue_any(&ep)) epilogue(C, ldc, 0, M, 0, g->N, &ep);
         return;
     }
     pk_job j = { .g = g, .pk = pk, .M = M, .A = A, .lda = lda, .C = C, .ldc = ldc, .accumulate = beta != 0.0f,
-                 .bias = bias, .act = act };
+                 .ep = ep };
     /* Equal M blocks, rounded up to whole micro-panels; equal K slices, a multiple of 8. */
     j.nmb = (M + pk->mc - 1) / pk->mc;
     j.mcb = ((M + j.nmb - 1) / j.nmb + pk->mr - 1) / pk->mr * pk->mr;
