@@ -74,6 +74,8 @@ int       pvc_default_threads(void);   /* PERCEIVE_THREADS or the number of onli
 typedef struct pvc_cpu {
     bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, avx512_vnni;
     bool amx_bf16;          /* AMX tiles + AMX-BF16, and the OS saves tile state (XCR0 17/18) */
+    bool avx_vnni;          /* AVX-VNNI: VEX-encoded vpdpbusd on ymm (cpuid 7.1 eax bit 4) */
+    bool amx_int8;          /* AMX tiles + AMX-INT8, and the OS saves tile state */
     char brand[64];
 } pvc_cpu;
 const pvc_cpu *pvc_cpu_get(void);

@@ -43,6 +43,8 @@ static void detect(void)
         bool amx_os = (xcr & (3u << 17)) == (3u << 17);   /* XTILECFG + XTILEDATA */
         if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) cpu.amx_bf16 = amx_os && (d & (1u << 22)) && (d & (1u << 24));
         if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) cpu.avx512_bf16 = zmm && (a & (1u << 5));
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) cpu.amx_int8 = amx_os && (d & (1u << 24)) && (d & (1u << 25));
+        if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) cpu.avx_vnni = ymm && (a & (1u << 4));
     }
     unsigned brand[12] = {0};
     if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {

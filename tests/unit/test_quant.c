@@ -4,7 +4,8 @@
  * multiple of 4), all four u8/s8 pairs, zero points per tensor / per row of A / per column of B,
  * row strides larger than the rows, inline and on a 3-thread pool, with guard values after and
  * between C's rows that must come back untouched. Also the rounding of the element maps (half
- * to even, saturation, NaN), DynamicQuantizeLinear's parameters, requantization, im2col padding. */
+ * to even, saturation, NaN), their AVX-512 rows against the scalar ones (exact), DynamicQuantizeLinear's
+ * parameters, requantization, im2col padding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -185,6 +186,42 @@ static void test_requant(void **state)
     assert_memory_equal(y, e, sizeof e);
 }
 
+/* The AVX-512 rows against the scalar ones: random sums and floats, exact ties, NaN, +-inf, huge
+ * values; per-column and single multipliers; odd lengths for the masked tail; both 8-bit types. */
+static void test_rows_twins(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    if (pvc_isa_selected() < PVC_ISA_AVX512) {
+        print_message("AVX-512 rows not runnable here: skipped\n");
+        return;
+    }
+    enum { N = 77 };
+    int32_t acc[N];
+    float x[N], mult[N];
+    uint8_t ys[N], yv[N];
+    for (int rep = 0; rep < 200; rep++) {
+        for (int i = 0; i < N; i++) {
+            acc[i] = (int32_t)urand() >> irand(0, 31);
+            mult[i] = (float)irand(1, 1000) / 4096.0f;
+            x[i] = (float)((int32_t)urand() >> irand(0, 31)) / 8.0f;   /* many exact halves */
+        }
+        x[0] = NAN; x[1] = INFINITY; x[2] = -INFINITY; x[3] = 2.5f; x[4] = -2.5f; x[5] = 1e30f;
+        int64_t n = irand(1, N);
+        pv_dtype t = rep % 2 ? PV_U8 : PV_I8;
+        int32_t zp = t == PV_U8 ? (int32_t)irand(0, 255) : (int32_t)irand(-128, 127);
+        int64_t nm = rep % 3 ? n : 1;
+        pvk_requant_row_scalar(acc, n, mult, nm, zp, t, ys);
+        pvk_requant_row_avx512(acc, n, mult, nm, zp, t, yv);
+        assert_memory_equal(ys, yv, (size_t)n);
+        float scale = (float)irand(1, 100) / 64.0f;
+        pvk_quant_row_scalar(x, n, scale, zp, t, ys);
+        pvk_quant_row_avx512(x, n, scale, zp, t, yv);
+        assert_memory_equal(ys, yv, (size_t)n);
+    }
+#endif
+}
+
 static void test_im2col_pad(void **state)
 {
     (void)state;
@@ -219,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_maps),
         cmocka_unit_test(test_dynamic),
         cmocka_unit_test(test_requant),
+        cmocka_unit_test(test_rows_twins),
         cmocka_unit_test(test_im2col_pad),
     };
     for (int i = 0; i < pvk_qgemm_nvariants; i++)

@@ -152,9 +152,43 @@ def save(name, graph, x, tol):
           f'{os.path.getsize(path)} bytes')
 
 
+def bench(out_dir, M=384, K=1024, N=1024):
+    """Single-op graphs of transformer size for bench/quant.sh: <name>/{model.onnx, inputs.npz}."""
+    r = fio.rng_of('quant_bench')
+    a8 = r.integers(0, 256, (M, K)).astype(np.uint8)
+    cases = {}
+    for wname, wt in (('s8', np.int8), ('u8', np.uint8)):
+        b = Builder()
+        w = r.integers(-128, 128, (K, N)).astype(wt) if wt == np.int8 else r.integers(0, 256, (K, N)).astype(wt)
+        b.op('MatMulInteger', ['a', b.const(w, 'w'), b.const(np.uint8(127), 'az'), b.const(wt(3), 'wz')], out='y')
+        cases[f'matmulinteger_u8{wname}'] = (b, 'a', TensorProto.UINT8, a8, TensorProto.INT32)
+    b = Builder()
+    w = r.integers(-127, 128, (K, N)).astype(np.int8)
+    b.op('QLinearMatMul', ['a', b.const(np.float32(0.02), 's'), b.const(np.uint8(128), 'z'), b.const(w, 'w'),
+                           b.const(np.float32(0.01), 's'), b.const(np.int8(0), 'z'), b.const(np.float32(40.0), 's'),
+                           b.const(np.uint8(128), 'z')], out='y')
+    cases['qlinearmatmul_u8s8'] = (b, 'a', TensorProto.UINT8, a8, TensorProto.UINT8)
+    b = Builder()   # the fp32 MatMul of the same size: the float baseline on the same machine
+    b.op('MatMul', ['a', b.const((r.standard_normal((K, N)) * 0.03).astype(np.float32), 'w')], out='y')
+    cases['matmul_f32'] = (b, 'a', TensorProto.FLOAT, r.standard_normal((M, K)).astype(np.float32), TensorProto.FLOAT)
+    for name, (b, iname, it, x, ot) in cases.items():
+        d = os.path.join(out_dir, name)
+        os.makedirs(d, exist_ok=True)
+        g = helper.make_graph(b.nodes, name, [helper.make_tensor_value_info(iname, it, [M, K])],
+                              [helper.make_tensor_value_info('y', ot, [M, N])], b.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)], producer_name='perceive-quant_models.py')
+        m.ir_version = 7
+        onnx.save(m, os.path.join(d, 'model.onnx'))
+        fio.save_npz(os.path.join(d, 'inputs.npz'), {iname: x})
+        print(f'{name}: {M}x{K}x{N}')
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == 'bench':
+        bench(sys.argv[2])
+        return
     if sys.argv[1:] != ['fixtures']:
-        sys.exit('usage: quant_models.py fixtures')
+        sys.exit('usage: quant_models.py fixtures | bench DIR')
     x = {'x': fio.rng_of('quant_mlp/x').standard_normal((2, 12, 64)).astype(np.float32)}
     # y: float ops on the exact integer sums (the same float operations as ORT's); yq exact.
     save('quant_mlp', mlp(), x, '1e-5 1e-5')

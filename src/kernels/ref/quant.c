@@ -17,15 +17,17 @@ static inline void st8(void *p, pv_dtype t, int64_t i, int32_t v)
     else ((int8_t *)p)[i] = (int8_t)v;
 }
 
-/* round half to even of v, plus zp, saturated to t; NaN gives the type's minimum (ORT's max(x,
- * min) keeps min for NaN). */
+/* v rounded half to even, plus zp, saturated to t, in ONNX Runtime's order: clamp v to the range
+ * left around zp (NaN gives the minimum: ORT's max(v, min) keeps min), round by adding and
+ * subtracting 1.5 * 2^23 (exact for |v| < 2^22, the default rounding mode: half to even; no
+ * libm call), add zp. The AVX-512 rows (x86/qgemm_avx512.c) compute the same. */
 static inline int32_t quant1(float v, int32_t zp, pv_dtype t)
 {
-    float lo = t == PV_U8 ? 0.0f : -128.0f, hi = t == PV_U8 ? 255.0f : 127.0f;
-    float r = nearbyintf(v) + (float)zp;
-    if (!(r >= lo)) r = lo;
-    if (r > hi) r = hi;
-    return (int32_t)r;
+    float lo = (float)((t == PV_U8 ? 0 : -128) - zp), hi = (float)((t == PV_U8 ? 255 : 127) - zp);
+    if (!(v >= lo)) v = lo;
+    if (v > hi) v = hi;
+    v = (v + 12582912.0f) - 12582912.0f;
+    return (int32_t)v + zp;
 }
 
 typedef struct qmap_ctx {
@@ -46,6 +48,12 @@ static void quantize_rows(void *ctx, int64_t begin, int64_t end, int tid)
         float s = c->scale[ch];
         int32_t z = c->zp ? c->zp[ch] : 0;
         const float *x = (const float *)c->x + r * c->inner;
+#if defined(__x86_64__)
+        if (pvc_isa_selected() >= PVC_ISA_AVX512) {
+            pvk_quant_row_avx512(x, c->inner, s, z, c->t, (uint8_t *)c->y + r * c->inner);
+            continue;
+        }
+#endif
         for (int64_t i = 0; i < c->inner; i++) st8(c->y, c->t, r * c->inner + i, quant1(x[i] / s, z, c->t));
     }
 }
@@ -97,6 +105,16 @@ void pvk_dynquant_params(const float *x, int64_t n, float *scale, uint8_t *zp)
     *zp = (uint8_t)nearbyintf(z);
 }
 
+void pvk_requant_row_scalar(const int32_t *acc, int64_t n, const float *mult, int64_t nmult, int32_t zp, pv_dtype t, void *y)
+{
+    for (int64_t i = 0; i < n; i++) st8(y, t, i, quant1((float)acc[i] * mult[nmult == 1 ? 0 : i], zp, t));
+}
+
+void pvk_quant_row_scalar(const float *x, int64_t n, float scale, int32_t zp, pv_dtype t, void *y)
+{
+    for (int64_t i = 0; i < n; i++) st8(y, t, i, quant1(x[i] / scale, zp, t));
+}
+
 typedef struct requant_ctx {
     const int32_t *acc;
     int64_t N, nmult;
@@ -110,11 +128,15 @@ static void requant_rows(void *ctx, int64_t begin, int64_t end, int tid)
 {
     const requant_ctx *c = ctx;
     (void)tid;
-    for (int64_t m = begin; m < end; m++)
-        for (int64_t n = 0; n < c->N; n++) {
-            int64_t i = m * c->N + n;
-            st8(c->y, c->t, i, quant1((float)c->acc[i] * c->mult[c->nmult == 1 ? 0 : n], c->zp, c->t));
+    for (int64_t m = begin; m < end; m++) {
+#if defined(__x86_64__)
+        if (pvc_isa_selected() >= PVC_ISA_AVX512) {
+            pvk_requant_row_avx512(c->acc + m * c->N, c->N, c->mult, c->nmult, c->zp, c->t, (uint8_t *)c->y + m * c->N);
+            continue;
         }
+#endif
+        pvk_requant_row_scalar(c->acc + m * c->N, c->N, c->mult, c->nmult, c->zp, c->t, (uint8_t *)c->y + m * c->N);
+    }
 }
 
 void pvk_requantize(pvc_pool *pool, const int32_t *acc, int64_t M, int64_t N, const float *mult,
@@ -282,12 +304,14 @@ void pvk_qgemm_packed_scalar(pvc_pool *pool, const pvk_qpacked_a *a, const pvk_q
 /* ---- variants and dispatch ------------------------------------------------------------------ */
 static bool always(void) { return true; }
 #if defined(__x86_64__)   /* x86/ files are built on x86-64 only (CMakeLists.txt) */
+static bool vnni256(void) { return pvc_isa_selected() >= PVC_ISA_AVX2 && pvc_cpu_get()->avx_vnni; }
 static bool vnni512(void) { return pvc_isa_selected() >= PVC_ISA_AVX512 && pvc_cpu_get()->avx512_vnni; }
 #endif
 
 const pvk_qgemm_variant pvk_qgemm_variants[] = {
     { "scalar", pvk_qgemm_packed_scalar, always },
 #if defined(__x86_64__)
+    { "avx_vnni", pvk_qgemm_packed_avxvnni, vnni256 },
     { "avx512_vnni", pvk_qgemm_packed_avx512vnni, vnni512 },
 #endif
 };

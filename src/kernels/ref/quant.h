@@ -30,6 +30,15 @@ void pvk_dynquant_params(const float *x, int64_t n, float *scale, uint8_t *zp);
  * N. The product is in float as ONNX Runtime's requantization does it. */
 void pvk_requantize(pvc_pool *pool, const int32_t *acc, int64_t M, int64_t N, const float *mult,
                     int64_t nmult, int32_t zp, pv_dtype yt, void *y);
+/* One row of n values, the twins behind pvk_requantize (mult[i], or mult[0] when nmult is 1) and
+ * pvk_quantize_f32 (x[i] / scale): the scalar reference and, on x86-64, the AVX-512 variant
+ * (call only when pvc_isa_selected() is at least avx512). Equal results. */
+void pvk_requant_row_scalar(const int32_t *acc, int64_t n, const float *mult, int64_t nmult, int32_t zp, pv_dtype t, void *y);
+void pvk_quant_row_scalar(const float *x, int64_t n, float scale, int32_t zp, pv_dtype t, void *y);
+#if defined(__x86_64__)
+void pvk_requant_row_avx512(const int32_t *acc, int64_t n, const float *mult, int64_t nmult, int32_t zp, pv_dtype t, void *y);
+void pvk_quant_row_avx512(const float *x, int64_t n, float scale, int32_t zp, pv_dtype t, void *y);
+#endif
 /* The value v saturated into an 8-bit type's range ([0,255] or [-128,127]). */
 static inline int32_t pvk_sat8(int32_t v, pv_dtype t)
 {
@@ -85,10 +94,13 @@ void pvk_qgemm_packed_scalar(pvc_pool *pool, const pvk_qpacked_a *a, const pvk_q
 /* x86/qgemm_avx512.c: AVX512-VNNI 8x48 tiles; call only when pvc_cpu_get()->avx512_vnni and the
  * selected isa is at least avx512. */
 void pvk_qgemm_packed_avx512vnni(pvc_pool *pool, const pvk_qpacked_a *a, const pvk_qpacked *b, int32_t *C, int64_t ldc);
+/* x86/qgemm_avx2.c: AVX-VNNI 4x24 tiles (CPUs without AVX-512); call only when
+ * pvc_cpu_get()->avx_vnni and the selected isa is at least avx2. */
+void pvk_qgemm_packed_avxvnni(pvc_pool *pool, const pvk_qpacked_a *a, const pvk_qpacked *b, int32_t *C, int64_t ldc);
 #endif
 
-/* Every packed variant in this binary (tests iterate it); usable() says whether this CPU (and
- * PERCEIVE_ISA) allows it. pvk_qgemm_fast() is the best usable one, NULL when none beats the
+/* Every packed variant in this binary, lowest first (tests iterate it); usable() says whether
+ * this CPU (and PERCEIVE_ISA) allows it. pvk_qgemm_fast() is the last usable one, NULL when none beats the
  * reference (then callers use pvk_qgemm_ref and skip packing). */
 typedef struct pvk_qgemm_variant {
     const char         *name;
