@@ -1,12 +1,14 @@
 /* Rulebooks: which input site feeds which output site through which kernel offset.
  *
- * Submanifold (out sites = in sites): the sites go into the coordinate hash; each site q looks
- * up only the lower half of the offsets (k < K/2). A pair found that way, i = q + off(k), is
+ * Submanifold (out sites = in sites): the sites go into the coordinate hash (in parallel, slots
+ * claimed by compare-and-swap); each site q looks up only the lower half of the offsets (k < K/2). A pair found that way, i = q + off(k), is
  * also the pair q = i + off(K-1-k) seen from i (odd kernels are symmetric), so it is written
  * into both neighbour rows of a [n, K] table: half the probes of a plain scan. The probes go
  * in chunks of sites whose neighbours' home slots are prefetched first (the table outgrows L2
  * at ~64k sites). A pass over the table in site order then emits every k's pairs with
- * increasing out_idx.
+ * increasing out_idx: the sites are cut into parts (by n alone), each part counts its pairs per
+ * k, and from the prefix sums each part writes its own slice of every list. All passes run on
+ * the pool; the rulebook is the same for any pool.
  *
  * Strided: no hash. The inputs are put in (x, y, z) order (a radix sort of their linear keys,
  * skipped when already sorted, as every level after the first is). For one offset k the map
@@ -114,8 +116,141 @@ size_t pvs_hash_scratch_bytes(int64_t n)
     return pvs_hash_table_bytes(n, 4) + (size_t)n * 27 * sizeof(int32_t);
 }
 
-pv_status pvs_rulebook_subm(const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb, void *scratch,
-                            pvc_msg *msg)
+/* The first bad site in site order (outside the shape, or a repeat), named as a serial scan
+ * names it: the parallel insert only notices that there is one. Fills h. */
+static pv_status subm_bad_site(const char *fn, const pvs_sites *s, pvs_hash *h, void *scratch, pvc_msg *msg)
+{
+    pvs_hash_init(h, scratch, s->n, 4);
+    for (int64_t q = 0; q < s->n; q++) {
+        const int32_t *c = s->xyz + 3 * q;
+        if (!in_shape(c, s->shape)) return outside(fn, s, q, msg);
+        uint32_t key = site_key(c, s->shape);
+        uint64_t *slot = pvs_hash_probe(h, key, (uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2]);
+        if (*slot != PVS_HASH_FREE) return duplicate(fn, s, (int32_t)(uint32_t)*slot, q, msg);
+        pvs_hash_put(slot, key, (int32_t)q);
+    }
+    return pvc_fail(msg, PV_EINTERNAL, "%s: a bad site was reported and not found again", fn);
+}
+
+enum { PARTS_MAX = 64, PART_MIN = 2048 };   /* site ranges of the counting and emitting passes */
+
+typedef struct subm_job {
+    const pvs_sites *s;
+    pvs_hash         h;
+    int32_t         *nbr;        /* [n, K] */
+    int32_t          K, center;
+    int32_t          off[27][3];
+    int64_t          delta[27];
+    int64_t          part_len;   /* sites per part (the last may be shorter) */
+    int64_t        (*cnt)[27];   /* per part: pairs per offset, then the part's first slot per offset */
+    pvs_rulebook    *rb;
+    int              bad;        /* set (atomically) when an insert meets a bad site */
+} subm_job;
+
+/* Sites into the hash (lock-free: a slot is claimed by compare-and-swap, so the layout depends
+ * on the thread timing but the lookups' answers do not) and their table rows initialized. */
+static void subm_insert(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    (void)tid;
+    subm_job *j = ctx;
+    const pvs_sites *s = j->s;
+    for (int64_t q = begin; q < end; q++) {
+        const int32_t *c = s->xyz + 3 * q;
+        if (!in_shape(c, s->shape)) { __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED); return; }
+        const uint32_t key = site_key(c, s->shape);
+        const uint64_t want = (uint64_t)key << 32 | (uint32_t)q;
+        uint32_t i = pvs_hash_home(&j->h, (uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2]);
+        for (;;) {
+            uint64_t cur = __atomic_load_n(&j->h.slot[i], __ATOMIC_RELAXED);
+            if (cur == PVS_HASH_FREE &&
+                __atomic_compare_exchange_n(&j->h.slot[i], &cur, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                break;
+            if ((uint32_t)(cur >> 32) == key) { __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED); return; }
+            i = (i + 1) & j->h.mask;   /* cur is taken (a failed swap leaves the winner in cur) */
+        }
+        int32_t *row = j->nbr + q * j->K;
+        for (int32_t k = j->center + 1; k < j->K; k++) row[k] = -1;
+        row[j->center] = (int32_t)q;
+    }
+}
+
+/* Lower-half lookups for sites [begin, end) in chunks whose neighbours' home slots are
+ * prefetched first; each pair found also fills the mirrored cell of the neighbour's row (a
+ * cell only its mirror site writes, so threads never write the same cell). */
+static void subm_probe(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    (void)tid;
+    const subm_job *j = ctx;
+    const pvs_sites *s = j->s;
+    const int32_t K = j->K, center = j->center;
+    for (int64_t q0 = begin; q0 < end; q0 += SUBM_CHUNK) {
+        const int m = (int)PVC_MIN((int64_t)SUBM_CHUNK, end - q0);
+        uint32_t nkey[SUBM_CHUNK][13], home[SUBM_CHUNK][13];
+        for (int i = 0; i < m; i++) {
+            const int32_t *c = s->xyz + 3 * (q0 + i);
+            int64_t key = site_key(c, s->shape);
+            for (int32_t k = 0; k < center; k++) {
+                int32_t nc[3] = { c[0] + j->off[k][0], c[1] + j->off[k][1], c[2] + j->off[k][2] };
+                nkey[i][k] = UINT32_MAX;   /* outside the grid */
+                if (!in_shape(nc, s->shape)) continue;
+                nkey[i][k] = (uint32_t)(key + j->delta[k]);
+                home[i][k] = pvs_hash_home(&j->h, (uint32_t)nc[0], (uint32_t)nc[1], (uint32_t)nc[2]);
+                __builtin_prefetch(&j->h.slot[home[i][k]], 0, 3);
+            }
+        }
+        for (int i = 0; i < m; i++) {
+            int64_t q = q0 + i;
+            int32_t *row = j->nbr + q * K;
+            for (int32_t k = 0; k < center; k++) {
+                int32_t v = -1;
+                if (nkey[i][k] != UINT32_MAX) {
+                    uint64_t sl = *pvs_hash_probe_at(&j->h, nkey[i][k], home[i][k]);
+                    v = sl == PVS_HASH_FREE ? -1 : (int32_t)(uint32_t)sl;
+                }
+                row[k] = v;
+                if (v >= 0) j->nbr[(int64_t)v * K + (K - 1 - k)] = (int32_t)q;
+            }
+        }
+    }
+}
+
+static void subm_count(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    (void)tid;
+    const subm_job *j = ctx;
+    for (int64_t part = begin; part < end; part++) {
+        int64_t *cnt = j->cnt[part];
+        for (int32_t k = 0; k < j->K; k++) cnt[k] = 0;
+        const int64_t q1 = PVC_MIN(j->s->n, (part + 1) * j->part_len);
+        for (int64_t q = part * j->part_len; q < q1; q++) {
+            const int32_t *row = j->nbr + q * j->K;
+            for (int32_t k = 0; k < j->K; k++) cnt[k] += row[k] >= 0;
+        }
+    }
+}
+
+/* Each part writes its sites' pairs from its own first slot per offset: lists in site order. */
+static void subm_emit(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    (void)tid;
+    const subm_job *j = ctx;
+    for (int64_t part = begin; part < end; part++) {
+        int64_t cur[27];
+        memcpy(cur, j->cnt[part], sizeof cur);
+        const int64_t q1 = PVC_MIN(j->s->n, (part + 1) * j->part_len);
+        for (int64_t q = part * j->part_len; q < q1; q++) {
+            const int32_t *row = j->nbr + q * j->K;
+            for (int32_t k = 0; k < j->K; k++) {
+                if (row[k] < 0) continue;
+                j->rb->in_idx[cur[k]] = row[k];
+                j->rb->out_idx[cur[k]++] = (int32_t)q;
+            }
+        }
+    }
+}
+
+pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
+                            void *scratch, pvc_msg *msg)
 {
     static const char fn[] = "pvs_rulebook_subm";
     if (!s || !ksize || !rb || !scratch)
@@ -128,83 +263,40 @@ pv_status pvs_rulebook_subm(const pvs_sites *s, const int32_t ksize[3], pvs_rule
     const int64_t n = s->n;
     rb_reset(rb, ksize, K, n);
 
-    pvs_hash h;
-    pvs_hash_init(&h, scratch, n, 4);
-    int32_t *nbr = (int32_t *)((char *)scratch + pvs_hash_table_bytes(n, 4));
-    for (int64_t q = 0; q < n; q++) {
-        const int32_t *c = s->xyz + 3 * q;
-        if (!in_shape(c, s->shape)) return outside(fn, s, q, msg);
-        uint32_t key = site_key(c, s->shape);
-        uint64_t *slot = pvs_hash_probe(&h, key, (uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2]);
-        if (*slot != PVS_HASH_FREE) return duplicate(fn, s, (int32_t)(uint32_t)*slot, q, msg);
-        pvs_hash_put(slot, key, (int32_t)q);
-    }
-
-    /* offsets of the lower half, k < center; the upper half mirrors them */
-    const int32_t center = (K - 1) / 2, Y = s->shape[1], Z = s->shape[2];
-    int32_t off[27][3];
-    int64_t delta[27];
+    subm_job j = { .s = s, .K = K, .center = (K - 1) / 2, .rb = rb };
+    pvs_hash_init(&j.h, scratch, n, 4);
+    j.nbr = (int32_t *)((char *)scratch + pvs_hash_table_bytes(n, 4));
+    const int32_t Y = s->shape[1], Z = s->shape[2];
     for (int32_t k = 0; k < K; k++) {
         int32_t kx = k / (ksize[1] * ksize[2]), ky = k / ksize[2] % ksize[1], kz = k % ksize[2];
-        off[k][0] = kx - ksize[0] / 2;
-        off[k][1] = ky - ksize[1] / 2;
-        off[k][2] = kz - ksize[2] / 2;
-        delta[k] = ((int64_t)off[k][0] * Y + off[k][1]) * Z + off[k][2];
+        j.off[k][0] = kx - ksize[0] / 2;
+        j.off[k][1] = ky - ksize[1] / 2;
+        j.off[k][2] = kz - ksize[2] / 2;
+        j.delta[k] = ((int64_t)j.off[k][0] * Y + j.off[k][1]) * Z + j.off[k][2];
     }
-    for (int64_t q = 0; q < n; q++) {
-        int32_t *row = nbr + q * K;
-        for (int32_t k = center + 1; k < K; k++) row[k] = -1;
-        row[center] = (int32_t)q;
-    }
-    /* sites in chunks: the home slots of a chunk's neighbours are prefetched, then probed */
-    int64_t count[27] = { 0 };
-    for (int64_t q0 = 0; q0 < n; q0 += SUBM_CHUNK) {
-        const int m = (int)PVC_MIN((int64_t)SUBM_CHUNK, n - q0);
-        uint32_t nkey[SUBM_CHUNK][13], home[SUBM_CHUNK][13];
-        for (int j = 0; j < m; j++) {
-            const int32_t *c = s->xyz + 3 * (q0 + j);
-            int64_t key = site_key(c, s->shape);
-            for (int32_t k = 0; k < center; k++) {
-                int32_t nc[3] = { c[0] + off[k][0], c[1] + off[k][1], c[2] + off[k][2] };
-                nkey[j][k] = UINT32_MAX;   /* outside the grid */
-                if (!in_shape(nc, s->shape)) continue;
-                nkey[j][k] = (uint32_t)(key + delta[k]);
-                home[j][k] = pvs_hash_home(&h, (uint32_t)nc[0], (uint32_t)nc[1], (uint32_t)nc[2]);
-                __builtin_prefetch(&h.slot[home[j][k]], 0, 3);
-            }
-        }
-        for (int j = 0; j < m; j++) {
-            int64_t q = q0 + j;
-            int32_t *row = nbr + q * K;
-            for (int32_t k = 0; k < center; k++) {
-                int32_t i = -1;
-                if (nkey[j][k] != UINT32_MAX) {
-                    uint64_t sl = *pvs_hash_probe_at(&h, nkey[j][k], home[j][k]);
-                    i = sl == PVS_HASH_FREE ? -1 : (int32_t)(uint32_t)sl;
-                }
-                row[k] = i;
-                if (i >= 0) {
-                    nbr[(int64_t)i * K + (K - 1 - k)] = (int32_t)q;
-                    count[k]++;
-                }
-            }
-        }
-    }
-    for (int32_t k = 0; k < center; k++) count[K - 1 - k] = count[k];
-    count[center] = n;
+    pvc_parallel_for(pool, n, 1024, subm_insert, &j);
+    if (j.bad) return subm_bad_site(fn, s, &j.h, scratch, msg);
+    pvc_parallel_for(pool, n, 16 * SUBM_CHUNK, subm_probe, &j);
+
+    /* parts depend on n only: the lists come out the same for any pool */
+    int64_t cnt[PARTS_MAX][27], count[27] = { 0 };
+    int64_t parts = PVC_MAX(1, PVC_MIN((int64_t)PARTS_MAX, n / PART_MIN));
+    j.part_len = (n + parts - 1) / parts;
+    j.cnt = cnt;
+    pvc_parallel_for(pool, parts, 1, subm_count, &j);
+    for (int64_t part = 0; part < parts; part++)
+        for (int32_t k = 0; k < K; k++) count[k] += cnt[part][k];
     st = layout(fn, rb, count, msg);
     if (st != PV_OK) return st;
-
-    int64_t cur[27];
-    memcpy(cur, rb->start, sizeof cur);
-    for (int64_t q = 0; q < n; q++) {
-        const int32_t *row = nbr + q * K;
+    int64_t next[27];
+    memcpy(next, rb->start, sizeof next);
+    for (int64_t part = 0; part < parts; part++)
         for (int32_t k = 0; k < K; k++) {
-            if (row[k] < 0) continue;
-            rb->in_idx[cur[k]] = row[k];
-            rb->out_idx[cur[k]++] = (int32_t)q;
+            int64_t c = cnt[part][k];
+            cnt[part][k] = next[k];
+            next[k] += c;
         }
-    }
+    pvc_parallel_for(pool, parts, 1, subm_emit, &j);
     rb->n_out = n;
     return PV_OK;
 }
@@ -274,7 +366,51 @@ static int axis_hits(int32_t c, int32_t ks, int32_t s, int32_t p, int32_t out, i
                 }                                                                                   \
     } while (0)
 
-pv_status pvs_rulebook_down(const pvs_sites *in, const int32_t ksize[3], const int32_t stride[3],
+typedef struct down_job {
+    const pvs_sites *in;
+    const uint64_t  *a;          /* (key << 32 | index), sorted by key */
+    int64_t          n, part_len;
+    int32_t          ksize[3], stride[3], pad[3], od[3];
+    int64_t        (*cnt)[27];   /* per part: pairs per offset, then the part's first slot */
+    pvs_rulebook    *rb;
+} down_job;
+
+static void down_count(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    (void)tid;
+    const down_job *j = ctx;
+    const int32_t *ksize = j->ksize, *stride = j->stride, *pad = j->pad, *od = j->od;
+    for (int64_t part = begin; part < end; part++) {
+        int64_t *cnt = j->cnt[part];
+        memset(cnt, 0, 27 * sizeof *cnt);
+        const int64_t e = PVC_MIN(j->n, (part + 1) * j->part_len);
+        for (int64_t i = part * j->part_len; i < e; i++)
+            FOR_HITS(j->in->xyz + 3 * (int64_t)(uint32_t)j->a[i], { (void)hkey; cnt[hk]++; });
+    }
+}
+
+static void down_fill(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    (void)tid;
+    const down_job *j = ctx;
+    const int32_t *ksize = j->ksize, *stride = j->stride, *pad = j->pad, *od = j->od;
+    int32_t *in_idx = j->rb->in_idx, *out_idx = j->rb->out_idx;
+    for (int64_t part = begin; part < end; part++) {
+        int64_t cur[27];
+        memcpy(cur, j->cnt[part], sizeof cur);
+        const int64_t e = PVC_MIN(j->n, (part + 1) * j->part_len);
+        for (int64_t i = part * j->part_len; i < e; i++) {
+            int32_t idx = (int32_t)(uint32_t)j->a[i];
+            if (i + 16 < e) __builtin_prefetch(j->in->xyz + 3 * (int64_t)(uint32_t)j->a[i + 16], 0, 3);   /* unsorted inputs */
+            FOR_HITS(j->in->xyz + 3 * (int64_t)idx, {
+                in_idx[cur[hk]] = idx;
+                out_idx[cur[hk]++] = (int32_t)hkey;
+            });
+        }
+    }
+}
+
+pv_status pvs_rulebook_down(pvc_pool *pool, const pvs_sites *in, const int32_t ksize[3], const int32_t stride[3],
                             const int32_t pad[3], pvs_sites *out, pvs_rulebook *rb, void *scratch,
                             pvc_msg *msg)
 {
@@ -333,22 +469,31 @@ pv_status pvs_rulebook_down(const pvs_sites *in, const int32_t ksize[3], const i
             if (a[j] >> 32 == a[j - 1] >> 32) return duplicate(fn, in, (uint32_t)a[j - 1], (uint32_t)a[j], msg);
     }
 
-    int64_t count[27] = { 0 };
-    for (int64_t j = 0; j < n; j++) FOR_HITS(in->xyz + 3 * j, { (void)hkey; count[hk]++; });
+    /* per part of the sorted inputs: count, prefix sums, then each part fills its slices; the
+     * lists come out in sorted-input order, so each is sorted by output key (keys parked in
+     * out_idx until the merge) */
+    int64_t cnt[PARTS_MAX][27], count[27] = { 0 };
+    down_job dj = { .in = in, .a = a, .n = n, .cnt = cnt, .rb = rb };
+    memcpy(dj.ksize, ksize, sizeof dj.ksize);
+    memcpy(dj.stride, stride, sizeof dj.stride);
+    memcpy(dj.pad, pad, sizeof dj.pad);
+    memcpy(dj.od, od, sizeof dj.od);
+    int64_t parts = PVC_MAX(1, PVC_MIN((int64_t)PARTS_MAX, n / PART_MIN));
+    dj.part_len = (n + parts - 1) / parts;
+    pvc_parallel_for(pool, parts, 1, down_count, &dj);
+    for (int64_t part = 0; part < parts; part++)
+        for (int32_t k = 0; k < K; k++) count[k] += cnt[part][k];
     st = layout(fn, rb, count, msg);
     if (st != PV_OK) return st;
-
-    /* lists in sorted-input order, so each is sorted by output key; keys parked in out_idx */
-    int64_t cur[27];
-    memcpy(cur, rb->start, sizeof cur);
-    for (int64_t j = 0; j < n; j++) {
-        int32_t idx = (int32_t)(uint32_t)a[j];
-        if (j + 16 < n) __builtin_prefetch(in->xyz + 3 * (int64_t)(uint32_t)a[j + 16], 0, 3);   /* unsorted inputs */
-        FOR_HITS(in->xyz + 3 * (int64_t)idx, {
-            rb->in_idx[cur[hk]] = idx;
-            rb->out_idx[cur[hk]++] = (int32_t)hkey;
-        });
-    }
+    int64_t slot[27];
+    memcpy(slot, rb->start, sizeof slot);
+    for (int64_t part = 0; part < parts; part++)
+        for (int32_t k = 0; k < K; k++) {
+            int64_t c = cnt[part][k];
+            cnt[part][k] = slot[k];
+            slot[k] += c;
+        }
+    pvc_parallel_for(pool, parts, 1, down_fill, &dj);
 
     /* K-way merge: number the distinct keys in increasing order; keys never reach UINT32_MAX.
      * One pass over the heads per output both consumes the current key and finds the next. */

@@ -69,7 +69,8 @@ typedef struct pvs_sites {
  * to out site out_idx[p] through W[k]. Within one k every out_idx is distinct (so one k can
  * be scattered in parallel without atomics); the builders below also make out_idx strictly
  * increasing within each k, and pvs_conv relies on that (it finds a block of output rows in
- * every k by binary search). */
+ * every k by binary search). The builders run on pool (NULL: inline); the rulebook they make
+ * does not depend on it. */
 typedef struct pvs_rulebook {
     int32_t  ksize[3];
     int32_t  K;             /* KX * KY * KZ */
@@ -86,7 +87,7 @@ typedef struct pvs_rulebook {
  * scratch: pvs_hash_scratch_bytes(n) bytes, 8-byte aligned (hash + a [n, 27] neighbour table:
  * about 124 bytes a site). */
 size_t    pvs_hash_scratch_bytes(int64_t n);
-pv_status pvs_rulebook_subm(const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
+pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
                             void *scratch, pvc_msg *msg);
 
 /* Strided ("regular") sparse conv: out_dim = floor((in + 2p - k) / s) + 1 per axis; the out
@@ -97,7 +98,7 @@ pv_status pvs_rulebook_subm(const pvs_sites *s, const int32_t ksize[3], pvs_rule
  * scratch: pvs_down_scratch_bytes(in->n, K) bytes, 8-byte aligned (16 bytes an input site,
  * whatever K and the stride). */
 size_t    pvs_down_scratch_bytes(int64_t n_in, int32_t K);
-pv_status pvs_rulebook_down(const pvs_sites *in, const int32_t ksize[3], const int32_t stride[3],
+pv_status pvs_rulebook_down(pvc_pool *pool, const pvs_sites *in, const int32_t ksize[3], const int32_t stride[3],
                             const int32_t pad[3], pvs_sites *out, pvs_rulebook *rb, void *scratch,
                             pvc_msg *msg);
 

@@ -458,39 +458,47 @@ static void build_rb(const pvs_sites *in, const geom *g, pvs_sites *out, pvs_rul
     rb_alloc(&brb, (in->n > 0 ? in->n : 1) * K);
     int64_t pairs = brute(in, g, &bout, &brb);
 
-    rb_alloc(rb, pairs);
-    pvc_msg msg = { { 0 } };
-    pv_status st;
-    if (g->subm) {
-        void *scratch = malloc(pvs_hash_scratch_bytes(in->n));
-        st = pvs_rulebook_subm(in, g->k, rb, scratch, &msg);
-        free(scratch);
-        *out = *in;
-        out->xyz = NULL;
-    } else {
-        void *scratch = malloc(pvs_down_scratch_bytes(in->n, K));
-        out->cap = bout.n;
-        out->xyz = malloc((size_t)(bout.n > 0 ? bout.n : 1) * 3 * sizeof(int32_t));
-        st = pvs_rulebook_down(in, g->k, g->s, g->p, out, rb, scratch, &msg);
-        free(scratch);
+    /* inline, then on 2 threads: the same rulebook (the brute-force one) */
+    for (int v = 0; v < 2; v++) {
+        pvc_pool *pool = v == 0 ? NULL : pool2;
+        if (v == 1) {
+            rb_free(rb);
+            if (!g->subm) free(out->xyz);
+        }
+        rb_alloc(rb, pairs);
+        pvc_msg msg = { { 0 } };
+        pv_status st;
+        if (g->subm) {
+            void *scratch = malloc(pvs_hash_scratch_bytes(in->n));
+            st = pvs_rulebook_subm(pool, in, g->k, rb, scratch, &msg);
+            free(scratch);
+            *out = *in;
+            out->xyz = NULL;
+        } else {
+            void *scratch = malloc(pvs_down_scratch_bytes(in->n, K));
+            out->cap = bout.n;
+            out->xyz = malloc((size_t)(bout.n > 0 ? bout.n : 1) * 3 * sizeof(int32_t));
+            st = pvs_rulebook_down(pool, in, g->k, g->s, g->p, out, rb, scratch, &msg);
+            free(scratch);
+        }
+        if (st != PV_OK) fail_msg("rulebook: %s", msg.text);
+        assert_int_equal(rb->K, K);
+        assert_int_equal(rb->n_in, in->n);
+        assert_int_equal(rb->n_out, bout.n);
+        assert_memory_equal(rb->start, brb.start, (size_t)(K + 1) * sizeof(int64_t));
+        if (pairs > 0) {
+            assert_memory_equal(rb->in_idx, brb.in_idx, (size_t)pairs * sizeof(int32_t));
+            assert_memory_equal(rb->out_idx, brb.out_idx, (size_t)pairs * sizeof(int32_t));
+        }
+        if (!g->subm) {
+            assert_int_equal(out->n, bout.n);
+            assert_memory_equal(out->shape, bout.shape, sizeof out->shape);
+            if (bout.n > 0) assert_memory_equal(out->xyz, bout.xyz, (size_t)bout.n * 3 * sizeof(int32_t));
+        }
+        /* the documented invariants: out_idx strictly increasing within k */
+        for (int k = 0; k < K; k++)
+            for (int64_t p = rb->start[k] + 1; p < rb->start[k + 1]; p++) assert_true(rb->out_idx[p] > rb->out_idx[p - 1]);
     }
-    if (st != PV_OK) fail_msg("rulebook: %s", msg.text);
-    assert_int_equal(rb->K, K);
-    assert_int_equal(rb->n_in, in->n);
-    assert_int_equal(rb->n_out, bout.n);
-    assert_memory_equal(rb->start, brb.start, (size_t)(K + 1) * sizeof(int64_t));
-    if (pairs > 0) {
-        assert_memory_equal(rb->in_idx, brb.in_idx, (size_t)pairs * sizeof(int32_t));
-        assert_memory_equal(rb->out_idx, brb.out_idx, (size_t)pairs * sizeof(int32_t));
-    }
-    if (!g->subm) {
-        assert_int_equal(out->n, bout.n);
-        assert_memory_equal(out->shape, bout.shape, sizeof out->shape);
-        if (bout.n > 0) assert_memory_equal(out->xyz, bout.xyz, (size_t)bout.n * 3 * sizeof(int32_t));
-    }
-    /* the documented invariants: out_idx strictly increasing within k */
-    for (int k = 0; k < K; k++)
-        for (int64_t p = rb->start[k] + 1; p < rb->start[k + 1]; p++) assert_true(rb->out_idx[p] > rb->out_idx[p - 1]);
     free(bout.xyz);
     rb_free(&brb);
 }
@@ -514,7 +522,8 @@ static const geom GEOMS[] = {
 static void test_rulebooks_brute(void **state)
 {
     (void)state;
-    static const int shapes[][3] = { { 7, 6, 5 }, { 9, 4, 11 }, { 5, 8, 3 }, { 1, 1, 1 }, { 12, 3, 2 } };
+    static const int shapes[][3] = { { 7, 6, 5 }, { 9, 4, 11 }, { 5, 8, 3 }, { 1, 1, 1 }, { 12, 3, 2 },
+                                     { 32, 24, 12 } };   /* the last: several parts in the builders */
     static const double dens[] = { 0.1, 0.35, 0.8 };
     for (size_t gi = 0; gi < PVC_COUNTOF(GEOMS); gi++)
         for (size_t si = 0; si < PVC_COUNTOF(shapes); si++)
@@ -548,13 +557,13 @@ static void test_out_dims_and_empty(void **state)
     memset(&rb, 0, sizeof rb);
     pvc_msg msg = { { 0 } };
     assert_true(pvs_hash_scratch_bytes(0) <= sizeof scratch);
-    assert_int_equal(pvs_rulebook_subm(&s, ks[0], &rb, scratch, &msg), PV_OK);
+    assert_int_equal(pvs_rulebook_subm(pool2, &s, ks[0], &rb, scratch, &msg), PV_OK);
     assert_int_equal(rb.n_out, 0);
     assert_int_equal(rb.start[27], 0);
     for (int l = 0; l < 4; l++) {
         pvs_sites o = { { 0 }, 0, 0, NULL };
         assert_true(pvs_down_scratch_bytes(0, 27) <= sizeof scratch);
-        assert_int_equal(pvs_rulebook_down(&s, ks[l], st[l], pd[l], &o, &rb, scratch, &msg), PV_OK);
+        assert_int_equal(pvs_rulebook_down(pool2, &s, ks[l], st[l], pd[l], &o, &rb, scratch, &msg), PV_OK);
         assert_memory_equal(o.shape, want[l], sizeof want[l]);
         assert_int_equal(o.n, 0);
         assert_int_equal(rb.n_out, 0);
@@ -586,7 +595,7 @@ static void test_rulebook_errors(void **state)
     char want[64];
 
     rb_alloc(&rb, pairs - 1);   /* one pair short */
-    assert_int_equal(pvs_rulebook_subm(&in, sub.k, &rb, hs, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_subm(pool2, &in, sub.k, &rb, hs, &msg), PV_EINPUT);
     snprintf(want, sizeof want, "%lld pairs", (long long)pairs);
     assert_non_null(strstr(msg.text, want));
     snprintf(want, sizeof want, "capacity of %lld", (long long)pairs - 1);
@@ -600,13 +609,13 @@ static void test_rulebook_errors(void **state)
     rb_alloc(&rb, dpairs - 1);
     out.cap = nout;
     out.xyz = malloc((size_t)nout * 3 * sizeof(int32_t));
-    assert_int_equal(pvs_rulebook_down(&in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
     snprintf(want, sizeof want, "%lld pairs", (long long)dpairs);
     assert_non_null(strstr(msg.text, want));
     rb_free(&rb);
     rb_alloc(&rb, dpairs);
     out.cap = nout - 1;   /* out sites one short */
-    assert_int_equal(pvs_rulebook_down(&in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
     snprintf(want, sizeof want, "%lld out sites", (long long)nout);
     assert_non_null(strstr(msg.text, want));
     snprintf(want, sizeof want, "capacity of %lld", (long long)nout - 1);
@@ -617,29 +626,29 @@ static void test_rulebook_errors(void **state)
     int32_t keep[3];
     memcpy(keep, in.xyz + 3, sizeof keep);
     in.xyz[3 + 2] = 6;
-    assert_int_equal(pvs_rulebook_subm(&in, sub.k, &rb, hs, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_subm(pool2, &in, sub.k, &rb, hs, &msg), PV_EINPUT);
     assert_non_null(strstr(msg.text, "site 1 = (") );
-    assert_int_equal(pvs_rulebook_down(&in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
     memcpy(in.xyz + 3, in.xyz + 9, sizeof keep);   /* site 1 = site 3 */
-    assert_int_equal(pvs_rulebook_subm(&in, sub.k, &rb, hs, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_subm(pool2, &in, sub.k, &rb, hs, &msg), PV_EINPUT);
     assert_non_null(strstr(msg.text, "sites 1 and 3"));
-    assert_int_equal(pvs_rulebook_down(&in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
     assert_non_null(strstr(msg.text, "sites 1 and 3"));
     memcpy(in.xyz + 3, keep, sizeof keep);
     const int32_t even[3] = { 3, 2, 3 }, big[3] = { 3, 3, 4 }, zero[3] = { 0, 1, 1 };
-    assert_int_equal(pvs_rulebook_subm(&in, even, &rb, hs, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_subm(pool2, &in, even, &rb, hs, &msg), PV_EINPUT);
     assert_non_null(strstr(msg.text, "ksize.y"));
-    assert_int_equal(pvs_rulebook_down(&in, big, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
-    assert_int_equal(pvs_rulebook_down(&in, zero, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, big, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, zero, down.s, down.p, &out, &rb, ds, &msg), PV_EINPUT);
     const int32_t s0[3] = { 2, 0, 2 }, pneg[3] = { 1, -1, 1 }, k9[3] = { 9, 1, 1 }, p0[3] = { 0, 0, 0 };
-    assert_int_equal(pvs_rulebook_down(&in, down.k, s0, down.p, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, down.k, s0, down.p, &out, &rb, ds, &msg), PV_EINPUT);
     assert_non_null(strstr(msg.text, "stride.y"));
-    assert_int_equal(pvs_rulebook_down(&in, down.k, down.s, pneg, &out, &rb, ds, &msg), PV_EINPUT);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, down.k, down.s, pneg, &out, &rb, ds, &msg), PV_EINPUT);
     assert_non_null(strstr(msg.text, "pad.y"));
-    assert_int_equal(pvs_rulebook_down(&in, k9, down.s, p0, &out, &rb, ds, &msg), PV_EINPUT);   /* 8 < 9 */
+    assert_int_equal(pvs_rulebook_down(pool2, &in, k9, down.s, p0, &out, &rb, ds, &msg), PV_EINPUT);   /* 8 < 9 */
     assert_non_null(strstr(msg.text, "no output"));
     /* still fine afterwards */
-    assert_int_equal(pvs_rulebook_down(&in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_OK);
+    assert_int_equal(pvs_rulebook_down(pool2, &in, down.k, down.s, down.p, &out, &rb, ds, &msg), PV_OK);
     free(out.xyz);
     rb_free(&rb);
     free(hs);

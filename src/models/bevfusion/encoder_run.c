@@ -274,8 +274,8 @@ static void vfe_range(void *ctx, int64_t begin, int64_t end, int tid)
 }
 
 /* Builds every level's sites and rulebooks in bucket b; PV_EINPUT when a level overflows. */
-static pv_status build_rulebooks(pvm_bf_runner *r, const pvm_bf_bucket *b, const pvs_voxels *vox, pvs_sites *sites,
-                                 pvs_rulebook *rbs, pvc_msg *msg)
+static pv_status build_rulebooks(pvm_bf_runner *r, pvc_pool *pool, const pvm_bf_bucket *b, const pvs_voxels *vox,
+                                 pvs_sites *sites, pvs_rulebook *rbs, pvc_msg *msg)
 {
     const pvm_bf_encoder *e = r->e;
     char *base = r->arena;
@@ -300,8 +300,8 @@ static pv_status build_rulebooks(pvm_bf_runner *r, const pvm_bf_bucket *b, const
         rb->cap = b->rb_cap[i];
         rb->in_idx = (int32_t *)(base + b->rb_in_off[i]);
         rb->out_idx = (int32_t *)(base + b->rb_out_off[i]);
-        pv_status s = rs->subm ? pvs_rulebook_subm(&sites[rs->in_level], rs->ksize, rb, r->scratch, msg)
-                               : pvs_rulebook_down(&sites[rs->in_level], rs->ksize, rs->stride, rs->pad, &sites[rs->out_level], rb,
+        pv_status s = rs->subm ? pvs_rulebook_subm(pool, &sites[rs->in_level], rs->ksize, rb, r->scratch, msg)
+                               : pvs_rulebook_down(pool, &sites[rs->in_level], rs->ksize, rs->stride, rs->pad, &sites[rs->out_level], rb,
                                                    r->scratch, msg);
         if (s != PV_OK) return s;
     }
@@ -321,7 +321,7 @@ pv_status pvm_bf_runner_run(pvm_bf_runner *r, pvc_pool *pool, const pvs_voxels *
     pv_status s = PV_EINPUT;
     pvc_msg why = { { 0 } };
     for (; bi < PVM_BF_NBUCKETS; bi++) {
-        s = build_rulebooks(r, &r->bucket[bi], vox, sites, rbs, &why);
+        s = build_rulebooks(r, pool, &r->bucket[bi], vox, sites, rbs, &why);
         if (s != PV_EINPUT) break;
     }
     if (s == PV_EINPUT) {
