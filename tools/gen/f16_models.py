@@ -26,6 +26,8 @@ Commands:
   f16_models.py bench DIR [--dim D --seq S --layers L]
                                     DIR/{f16.onnx, f32.onnx, inputs16.npz, inputs32.npz}: a
                                     deeper transformer stack (no Casts) for timing
+  f16_models.py to_f32 IN.onnx OUT.onnx
+                                    the same graph converted to float32 (error reference)
 """
 import argparse
 import os
@@ -245,10 +247,33 @@ def bench(out, d, seq, layers):
         fio.save_npz(os.path.join(out, f'inputs{tag[1:]}.npz'), {'x': x})
 
 
+def to_f32(src, dst):
+    """The same graph converted to float32: float16 initializers, Constant tensors, value types
+    and Cast / dtype targets become float32 (the accuracy reference for a float16 file)."""
+    m = onnx.load(src)
+    g = m.graph
+    for i, t in enumerate(g.initializer):
+        if t.data_type == TensorProto.FLOAT16:
+            g.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT16:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT
+    for n in g.node:
+        for a in n.attribute:
+            if a.name in ('to', 'dtype') and a.type == onnx.AttributeProto.INT and a.i == TensorProto.FLOAT16:
+                a.i = TensorProto.FLOAT
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT16:
+                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+    onnx.save(m, dst)
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest='cmd', required=True)
     sub.add_parser('fixtures')
+    cp = sub.add_parser('to_f32')
+    cp.add_argument('src')
+    cp.add_argument('dst')
     bp = sub.add_parser('bench')
     bp.add_argument('dir')
     bp.add_argument('--dim', type=int, default=384)
@@ -257,6 +282,8 @@ def main():
     a = ap.parse_args()
     if a.cmd == 'fixtures':
         fixtures()
+    elif a.cmd == 'to_f32':
+        to_f32(a.src, a.dst)
     else:
         bench(a.dir, a.dim, a.seq, a.layers)
 

@@ -24,6 +24,7 @@ cd "$GEN"
 "$PY" ops_cases.py
 "$PY" quant_models.py fixtures     # tests/fixtures/models/quant_*: whole models, ORT outputs
 "$PY" models.py export $MODELS
+"$PY" f16_models.py fixtures     # float16 graphs: weights committed, no fill step
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
