@@ -1,4 +1,4 @@
-/* Resize (opsets 11-18): inputs X, roi (ignored: tf_crop_and_resize is refused), scales and
+/* Resize (opsets 11-18; 10 and Upsample 7-9: see resize_old_prepare): inputs X, roi (ignored: tf_crop_and_resize is refused), scales and
  * sizes (one of them, constant). Modes nearest (any dtype: a gather) and linear (N-linear;
  * f16/bf16 staged through f32, graph/ops/lowp.h); cubic is refused. Output dims are floor(in * scale) with scales, else sizes; the coordinate
  * transform uses the given scale, or out/in for sizes (as the spec and ONNX Runtime). */
@@ -83,9 +83,83 @@ static bool input_nonempty(const pvg_prep *p, int i)
     return pvg_has_in(p, i) && pvc_numel(&p->in[i]) > 0;
 }
 
+/* Upsample (opset 7: 'scales' attribute; 9: constant input 1) and Resize-10 (constant input 1):
+ * scales only, mode nearest or linear, asymmetric coordinates (x_in = x_out / scale), output
+ * dims floor(in * scale). Nearest takes the floor when upsampling and the ceiling when
+ * downsampling (ONNX Runtime's rule for these forms), so scales may not do both at once. */
+static pv_status resize_old_prepare(pvg_prep *p, bool scales_attr)
+{
+    int nin = scales_attr ? 1 : 2;
+    if (p->nin != nin || p->nout != 1)
+        return pvg_prep_fail(p, PV_EFORMAT, "opset %d %s takes %d input%s and 1 output, got %d and %d", p->opset,
+                             p->node->op_type, nin, nin > 1 ? "s" : "", p->nin, p->nout);
+    pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
+    if (s) return s;
+    const pvc_tensor *in = &p->in[0];
+    int r = in->rank;
+    if (r < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
+    pvk_resize_params *k = &((resize_params *)p->params)->k;
+    const char *mode;
+    if ((s = pvg_attr_string(p, "mode", "nearest", &mode))) return s;
+    if (!strcmp(mode, "nearest")) k->mode = PVK_RESIZE_NEAREST;
+    else if (!strcmp(mode, "linear")) k->mode = PVK_RESIZE_LINEAR;
+    else return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'mode'='%s' is not supported (nearest and linear are)", mode);
+    if (k->mode == PVK_RESIZE_LINEAR && !pvc_dtype_is_float(in->dtype))
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "mode 'linear' supports float input only, got %s", pv_dtype_name(in->dtype));
+    float sc[PV_MAX_RANK];
+    int64_t n;
+    if (scales_attr) {
+        const float *f;
+        if ((s = pvg_attr_floats(p, "scales", &f, &n))) return s;
+        if (!f) return pvg_prep_fail(p, PV_EFORMAT, "attribute 'scales' is required");
+        for (int64_t i = 0; i < n && i < PV_MAX_RANK; i++) sc[i] = f[i];
+    } else {
+        const pvc_tensor *t = &p->in[1];
+        if (!t->data)
+            return pvg_prep_fail(p, PV_EUNSUPPORTED, "input 'scales' is computed at run time; it must be a constant (data-dependent shape)");
+        if (!pvc_dtype_is_float(t->dtype))
+            return pvg_prep_fail(p, PV_EFORMAT, "input 'scales' must be float, got %s", pv_dtype_name(t->dtype));
+        n = pvc_numel(t);
+        for (int64_t i = 0; i < n && i < PV_MAX_RANK; i++) sc[i] = (float)pvc_get_f64(t->data, t->dtype, i);
+    }
+    if (n != r) return pvg_prep_fail(p, PV_EFORMAT, "'scales' has %lld values for rank %d", (long long)n, r);
+    bool up = false, down = false;
+    k->rank = r;
+    k->coord = PVK_COORD_ASYMMETRIC;
+    for (int i = 0; i < r; i++) {
+        if (!(sc[i] > 0.0f) || isinf(sc[i]))
+            return pvg_prep_fail(p, PV_EFORMAT, "'scales' value %g on axis %d must be positive", (double)sc[i], i);
+        double o = floor((double)(sc[i] * (float)in->dims[i]));
+        if (o > (double)(INT64_C(1) << 40))
+            return pvg_prep_fail(p, PV_EFORMAT, "'scales' value %g makes axis %d too large", (double)sc[i], i);
+        k->in[i] = in->dims[i];
+        k->out[i] = (int64_t)o;
+        k->scale[i] = sc[i];
+        up |= sc[i] > 1.0f;
+        down |= sc[i] < 1.0f;
+        if (k->in[i] == 0 && k->out[i] > 0)
+            return pvg_prep_fail(p, PV_EFORMAT, "axis %d has size 0 and cannot be resized to %lld", i, (long long)k->out[i]);
+    }
+    if (k->mode == PVK_RESIZE_NEAREST && up && down)
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "mode 'nearest' with scales that both up- and downsample is not supported");
+    k->nearest = down ? PVK_NEAREST_CEIL : PVK_NEAREST_FLOOR;
+    pvg_out_set(p, 0, in->dtype, r, k->out);
+    p->workspace = pvk_resize_workspace(k);
+    if (k->mode == PVK_RESIZE_LINEAR) p->workspace += pvg_lowp_bytes(p);
+    return PV_OK;
+}
+
+static pv_status upsample_prepare(pvg_prep *p)
+{
+    if (p->opset >= 10)
+        return pvg_prep_fail(p, PV_EFORMAT, "Upsample is deprecated from opset 10 (Resize replaces it), the model has opset %d",
+                             p->opset);
+    return resize_old_prepare(p, p->opset < 9);
+}
+
 static pv_status resize_prepare(pvg_prep *p)
 {
-    if (p->opset < 11) return pvg_prep_fail(p, PV_EUNSUPPORTED, "Resize before opset 11 is not supported");
+    if (p->opset < 11) return resize_old_prepare(p, false);
     if (p->nin < 1 || p->nout < 1) return pvg_prep_fail(p, PV_EFORMAT, "expected 2 to 4 inputs and 1 output");
     pv_status s = pvg_check_dtype(p, 0, PVG_ANY);
     if (s) return s;
@@ -177,3 +251,4 @@ static pv_status resize_run(const pvg_exec *x)
 }
 
 const pvg_op pvg_op_Resize = { "Resize", "", 0, resize_prepare, resize_run };
+const pvg_op pvg_op_Upsample = { "Upsample", "", 0, upsample_prepare, resize_run };
