@@ -35,7 +35,8 @@ typedef struct pvg_attr {
     bool          used;     /* set when an operator read it: unread attributes are refused */
 } pvg_attr;
 
-typedef enum { PVG_ACT_NONE = 0, PVG_ACT_RELU, PVG_ACT_LEAKY_RELU, PVG_ACT_CLIP } pvg_act_kind;
+typedef enum { PVG_ACT_NONE = 0, PVG_ACT_RELU, PVG_ACT_LEAKY_RELU, PVG_ACT_CLIP,
+               PVG_ACT_GELU /* 0.5 x (1 + erf(x / sqrt 2)); fused into Conv only (passes.c) */ } pvg_act_kind;
 typedef struct pvg_act { pvg_act_kind kind; float alpha, beta; } pvg_act; /* leaky: alpha; clip: [alpha, beta] */
 
 typedef struct pvg_value {

@@ -135,6 +135,7 @@ void pvg_plan_free(pvg_plan *p)
     pvc_free_aligned(p->arena);
     pvc_free_aligned(p->ws);
     pvc_free(p->prof_ms);
+    pvc_free(p->solo);
     pvc_free(p);
 }
 
@@ -359,6 +360,25 @@ static pv_status place(pvg_plan *p, pvc_msg *msg)
     return PV_OK;
 }
 
+/* A small node (plan_work.c) is prepared again for one thread and marked to run without the
+ * pool: kernels fixed at plan time (oneDNN primitives, per-thread buffers) then match the
+ * NULL pool run passes it. p->solo is indexed by run step (p->norder: this node's). */
+static pv_status solo_reprepare(pvg_plan *p, pvg_node *n, const pvc_tensor *in, pvc_tensor *o,
+                                void *params, size_t *ws, double limit)
+{
+    if (!p->solo) return PV_OK;
+    double work = pvg_node_work(n, in, o);
+    if (work < 0 || work >= limit) return PV_OK;
+    pvg_graph *g = p->g;
+    pvg_node_release(n, params);
+    int threads = g->threads;
+    g->threads = 1;                 /* what pvg_node_prepare hands the op as pvg_prep.threads */
+    pv_status s = pvg_node_prepare(g, n, in, o, params, ws, &g->msg);
+    g->threads = threads;
+    if (s == PV_OK) p->solo[p->norder] = 1;
+    return s;
+}
+
 pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out)
 {
     *out = NULL;
@@ -419,6 +439,11 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
         p->vals[g->inputs[i]] = p->in_desc[i];
     }
     int ntopo = 0;
+    double solo_limit = pvg_solo_limit();
+    if ((g->threads > 1 || (g->threads == 0 && pvc_default_threads() > 1)) && solo_limit > 0) {
+        p->solo = pvc_calloc((size_t)nn + 1, 1);
+        if (!p->solo) { s = pvc_fail(msg, PV_ENOMEM, "out of memory planning"); goto fail; }
+    }
     if ((s = pvg_graph_toposort(g, topo, &ntopo)) != PV_OK) goto fail;
     if ((s = drop_begin(g, &drop, msg)) != PV_OK) goto fail;
     for (int t = 0; t < ntopo; t++) {
@@ -445,6 +470,7 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
             drop_after(p, &drop, n, true);
             continue;
         }
+        if ((s = solo_reprepare(p, n, in, o, params, &p->ws_node[ni], solo_limit)) != PV_OK) goto fail;
         for (int k = 0; k < n->nout; k++)
             if (n->out[k] >= 0) { p->vals[n->out[k]] = o[k]; p->vals[n->out[k]].data = NULL; }
         drop_after(p, &drop, n, false);
@@ -505,7 +531,8 @@ pv_status pvg_plan_run(pvg_plan *p, const pvc_tensor *inputs, pvc_pool *pool, pv
             else p->xout[k] = p->vals[n->out[k]];
         }
         if (!n->op->run) continue;          /* views: bytes already shared */
-        pvg_exec x = { n, p->params + (size_t)p->order[s] * PVG_PARAMS_BYTES, p->xin, n->nin, p->xout, n->nout, p->ws, pool };
+        pvg_exec x = { n, p->params + (size_t)p->order[s] * PVG_PARAMS_BYTES, p->xin, n->nin, p->xout, n->nout, p->ws,
+                       p->solo && p->solo[s] ? NULL : pool };
         double t0 = p->prof_ms ? pvc_now_ms() : 0.0;
         pv_status st = n->op->run(&x);
         if (p->prof_ms) p->prof_ms[s] += pvc_now_ms() - t0;
@@ -541,7 +568,10 @@ void pvg_plan_profile_print(const pvg_plan *p, FILE *f, const char *title)
         cnt[k]++;
         total += p->prof_ms[s] / p->prof_runs;
     }
-    fprintf(f, "profile %s: %.2f ms per run over %d runs\n", title ? title : "", total, p->prof_runs);
+    int nsolo = 0;
+    for (int s = 0; p->solo && s < p->norder; s++) nsolo += p->solo[s];
+    fprintf(f, "profile %s: %.2f ms per run over %d runs (%d of %d nodes small: one thread)\n", title ? title : "",
+            total, p->prof_runs, nsolo, p->norder);
     for (int i = 0; i < nt; i++) {
         int b = i;
         for (int k = i + 1; k < nt; k++) if (ms[k] > ms[b]) b = k;

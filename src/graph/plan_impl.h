@@ -24,6 +24,8 @@ struct pvg_plan {
     int            nowned;
     void          *arena, *ws;
     size_t         arena_bytes, ws_bytes, const_bytes;
+    unsigned char *solo;        /* per step: a small node, prepared for and run on one thread
+                                   (plan_work.c); NULL when the pool has one thread */
     double        *prof_ms;     /* per step, summed over runs, when PERCEIVE_PROFILE is set */
     int            prof_runs;
 };
@@ -39,5 +41,12 @@ void      pvg_node_release(const pvg_node *n, void *params);
 /* Evaluates a prepared node on constant inputs into fresh buffers appended to *owned. */
 pv_status pvg_node_eval(pvg_node *n, const pvc_tensor *in, pvc_tensor *out, const void *params,
                         size_t workspace, pvc_pool *pool, void ***owned, int *nowned, pvc_msg *msg);
+
+/* plan_work.c: a prepared node's rough work (element reads + writes, plus multiply-adds / 20 for
+ * Conv / Gemm / MatMul kinds), about nanoseconds of one core; -1 when it cannot be told (custom
+ * domains, control flow, recurrences, Einsum). Nodes under pvg_solo_limit() run on one thread.
+ * PERCEIVE_SOLO_WORK overrides the limit (0: every node may use the pool). */
+double    pvg_node_work(const pvg_node *n, const pvc_tensor *in, const pvc_tensor *out);
+double    pvg_solo_limit(void);
 
 #endif

@@ -19,6 +19,9 @@ static inline void pvk_act_apply(const pvg_act *a, float *y, int64_t n)
     case PVG_ACT_CLIP:
         for (int64_t i = 0; i < n; i++) y[i] = y[i] < a->alpha ? a->alpha : (y[i] > a->beta ? a->beta : y[i]);
         return;
+    case PVG_ACT_GELU:
+        for (int64_t i = 0; i < n; i++) y[i] = 0.5f * y[i] * (1.0f + erff(y[i] * 0.70710678118654752f));
+        return;
     }
 }
 

@@ -51,6 +51,7 @@ static double act_ref(double v, const pvg_act *a)
     case PVG_ACT_RELU: return v > 0.0 ? v : 0.0;
     case PVG_ACT_LEAKY_RELU: return v >= 0.0 ? v : v * a->alpha;
     case PVG_ACT_CLIP: return v < a->alpha ? a->alpha : (v > a->beta ? a->beta : v);
+    case PVG_ACT_GELU: return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
     case PVG_ACT_NONE: break;
     }
     return v;

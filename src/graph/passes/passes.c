@@ -209,7 +209,19 @@ static pv_status fold_bn(pvg_graph *g, int *count)
     return s;
 }
 
-/* Producer (FUSE_ACT) -> Relu / LeakyRelu / Clip(const bounds) on f32: the producer applies it. */
+/* A perceive::Gelu of the exact (erf) form, as passes/gelu.c makes it. */
+static bool gelu_erf(const pvg_node *n)
+{
+    if (strcmp(n->domain, "perceive") || strcmp(n->op_type, "Gelu") || n->nin != 1) return false;
+    if (n->nattrs == 0) return true;
+    const pvg_attr *a = &n->attrs[0];
+    return n->nattrs == 1 && !strcmp(a->name, "approximate") && a->type == PVG_ATTR_STRING && a->s && !strcmp(a->s, "none");
+}
+
+/* Producer (FUSE_ACT) -> Relu / LeakyRelu / Clip(const bounds) on f32: the producer applies it.
+ * The exact GELU goes into Conv only (oneDNN's gelu_erf post-op, pvk_act_apply on the other
+ * paths): the conv's output is then written once instead of read and written again by a
+ * separate pass, and a Conv -> GELU -> Conv chain becomes a pair the layout pass can link. */
 static pv_status fuse_act(pvg_graph *g, int *count)
 {
     pvg_uses u;
@@ -218,9 +230,12 @@ static pv_status fuse_act(pvg_graph *g, int *count)
     const int *cons = u.n;
     for (int i = 0; i < g->nnodes; i++) {
         pvg_node *a = &g->nodes[i];
-        if (a->dead || *a->domain || a->nin < 1 || a->nout != 1 || a->out[0] < 0) continue;
+        if (a->dead || a->nin < 1 || a->nout != 1 || a->out[0] < 0) continue;
         pvg_act act = { PVG_ACT_NONE, 0, 0 };
-        if (!strcmp(a->op_type, "Relu") && a->nattrs == 0) act.kind = PVG_ACT_RELU;
+        if (*a->domain) {
+            if (!gelu_erf(a)) continue;
+            act.kind = PVG_ACT_GELU;
+        } else if (!strcmp(a->op_type, "Relu") && a->nattrs == 0) act.kind = PVG_ACT_RELU;
         else if (!strcmp(a->op_type, "LeakyRelu") && a->nattrs <= 1 && (a->nattrs == 0 || !strcmp(a->attrs[0].name, "alpha"))) {
             act.kind = PVG_ACT_LEAKY_RELU;
             act.alpha = attr_f(a, "alpha", 0.01f);
@@ -235,6 +250,7 @@ static pv_status fuse_act(pvg_graph *g, int *count)
         if (x < 0 || g->values[x].producer < 0 || cons[x] != 1) continue;
         pvg_node *pr = &g->nodes[g->values[x].producer];
         if (!(pr->op->flags & PVG_OP_FUSE_ACT) || pr->act.kind != PVG_ACT_NONE || pr->out[0] != x) continue;
+        if (act.kind == PVG_ACT_GELU && (*pr->domain || strcmp(pr->op_type, "Conv"))) continue;
         /* only float32 producers with constant f32 weights (T is shared by X and W, so the
          * output is f32 too): the epilogue works on f32 */
         if (pr->nin < 2 || pr->in[1] < 0 || !g->values[pr->in[1]].is_const ||

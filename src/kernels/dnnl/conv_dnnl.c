@@ -229,6 +229,7 @@ static int build(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const void *w, c
         case PVG_ACT_RELU:       TRY(dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f)); break;
         case PVG_ACT_LEAKY_RELU: TRY(dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_relu, d->act.alpha, 0.0f)); break;
         case PVG_ACT_CLIP:       TRY(dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_clip, d->act.alpha, d->act.beta)); break;
+        case PVG_ACT_GELU:       TRY(dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f)); break;
         case PVG_ACT_NONE:       break;
         }
         TRY(dnnl_primitive_attr_set_post_ops(attr, post));

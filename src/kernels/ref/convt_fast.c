@@ -37,6 +37,7 @@ static inline float act1(float v, pvg_act_kind kind, float alpha, float beta)
     case PVG_ACT_RELU: return v > 0.0f ? v : 0.0f;
     case PVG_ACT_LEAKY_RELU: return v >= 0.0f ? v : v * alpha;
     case PVG_ACT_CLIP: return v < alpha ? alpha : (v > beta ? beta : v);
+    case PVG_ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     case PVG_ACT_NONE: break;
     }
     return v;
@@ -78,6 +79,7 @@ static void row_out(float *restrict dst, const float *restrict src, int64_t ld, 
     case PVG_ACT_RELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_RELU, 0.0f, 0.0f); return;
     case PVG_ACT_LEAKY_RELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_LEAKY_RELU, act->alpha, 0.0f); return;
     case PVG_ACT_CLIP: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_CLIP, act->alpha, act->beta); return;
+    case PVG_ACT_GELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_GELU, 0.0f, 0.0f); return;
     }
 }
 
