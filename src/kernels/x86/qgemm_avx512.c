@@ -33,8 +33,8 @@ static void tile(const uint8_t *a, const int8_t *b, int64_t G, const int32_t *za
     for (int64_t g = 0; g < G; g++) {
         const int8_t *bg = b + g * PVK_QNR * 4;
         const uint8_t *ag = a + g * PVK_QMR * 4;
-        __m512i b0 = _mm512_load_si512((const void *)bg), b1 = _mm512_load_si512((const void *)(bg + 64)),
-                b2 = _mm512_load_si512((const void *)(bg + 128));
+        __m512i b0 = _mm512_loadu_si512((const void *)bg), b1 = _mm512_loadu_si512((const void *)(bg + 64)),
+                b2 = _mm512_loadu_si512((const void *)(bg + 128));
         ROW_STEP(0); ROW_STEP(1); ROW_STEP(2); ROW_STEP(3);
         ROW_STEP(4); ROW_STEP(5); ROW_STEP(6); ROW_STEP(7);
     }
