@@ -380,7 +380,7 @@ static const struct { const char *op; int since; } old_forms[] = {
     { "Not", 1 }, { "Softplus", 1 }, { "Softsign", 1 }, { "GlobalAveragePool", 1 }, { "GlobalMaxPool", 1 },
     { "Identity", 1 }, { "Transpose", 1 }, { "Softmax", 1 }, { "LogSoftmax", 1 }, { "Hardmax", 1 },
     { "Flatten", 1 }, { "Shape", 1 }, { "Size", 1 }, { "DepthToSpace", 1 }, { "SpaceToDepth", 1 },
-    { "LpNormalization", 1 }, { "ReduceSum", 1 }, { "ReduceMean", 1 }, { "ReduceMax", 1 },
+    { "LpNormalization", 1 }, { "LRN", 1 }, { "ReduceSum", 1 }, { "ReduceMean", 1 }, { "ReduceMax", 1 },
     { "ReduceMin", 1 }, { "ReduceProd", 1 }, { "ReduceL1", 1 }, { "ReduceL2", 1 }, { "ReduceSumSquare", 1 },
     { "ReduceLogSum", 1 }, { "ReduceLogSumExp", 1 }, { "ArgMax", 1 }, { "ArgMin", 1 }, { "Constant", 1 },
     { "Squeeze", 1 }, { "Unsqueeze", 1 }, { "Gather", 1 }, { "MatMul", 1 }, { "Slice", 1 }, { "TopK", 1 },

@@ -1,4 +1,4 @@
-/* ScatterElements: out = data, then for every position i of 'indices' (same shape as 'updates')
+/* ScatterElements (and Scatter, its name in opsets 9-10): out = data, then for every position i of 'indices' (same shape as 'updates')
  * out[i with i[axis] replaced by indices[i]] takes updates[i] (replace, or reduce with
  * add/mul/max/min from opset 16/18), in index order. Indices are checked before any write. */
 #include "graph/ops/index_common.h"
@@ -50,6 +50,18 @@ static pv_status scatter_elements_run(const pvg_exec *x)
     return PV_OK;
 }
 
+/* Scatter (opsets 9-10) is ScatterElements under its old name (no 'reduction'). */
+static pv_status scatter_prepare(pvg_prep *p)
+{
+    if (p->opset >= 11)
+        return pvg_prep_fail(p, PV_EFORMAT, "Scatter is deprecated from opset 11 (ScatterElements replaces it), the model has opset %d",
+                             p->opset);
+    if (pvg_attr_has(p, "reduction"))
+        return pvg_prep_fail(p, PV_EFORMAT, "Scatter has no attribute 'reduction' (ScatterElements-16 does)");
+    return scatter_elements_prepare(p);
+}
+
 /* In place is safe: after the initial copy only 'indices' and 'updates' are read. */
 const pvg_op pvg_op_ScatterElements = { "ScatterElements", "", PVG_OP_INPLACE, scatter_elements_prepare,
                                         scatter_elements_run };
+const pvg_op pvg_op_Scatter = { "Scatter", "", PVG_OP_INPLACE, scatter_prepare, scatter_elements_run };

@@ -1,0 +1,195 @@
+/* LRN, HannWindow / HammingWindow / BlackmanWindow, EyeLike, Scatter (opsets 9-10) and the
+ * refusals of Upsample / Resize-10. Expectations come from naive double-precision references
+ * written here from the ONNX definitions (Hann as sin^2, the Blackman / Hamming constants),
+ * independent of the kernels; LRN also runs threaded and must give the same bytes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+
+#include "op_harness.h"
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+static double rnd(double lo, double hi)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Odd and even sizes (the window is asymmetric for even ones), several channel counts. */
+static void test_lrn(void **state)
+{
+    (void)state;
+    enum { N = 2, H = 3, W = 5, CMAX = 7 };
+    static float x[N * CMAX * H * W];
+    static double want[N * CMAX * H * W];
+    for (int i = 0; i < N * CMAX * H * W; i++) x[i] = (float)rnd(-2, 2);
+    pvc_pool *pool;
+    assert_int_equal(pvc_pool_create(3, &pool), PV_OK);
+    const int64_t sizes[] = { 1, 2, 3, 4, 5, 9 };
+    for (int c = 1; c <= CMAX; c += 3)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            int64_t size = sizes[si];
+            float alpha = 0.02f, beta = 0.6f, bias = 1.5f;
+            int inner = H * W;
+            for (int n = 0; n < N; n++)
+                for (int ch = 0; ch < c; ch++)
+                    for (int i = 0; i < inner; i++) {
+                        double sq = 0;
+                        for (int j = ch - (int)((size - 1) / 2); j <= ch + (int)((size - 1) - (size - 1) / 2); j++)
+                            if (j >= 0 && j < c) sq += (double)x[(n * c + j) * inner + i] * x[(n * c + j) * inner + i];
+                        want[(n * c + ch) * inner + i] =
+                            x[(n * c + ch) * inner + i] / pow(bias + alpha / (double)size * sq, beta);
+                    }
+            int64_t d[4] = { N, c, H, W };
+            pvc_tensor in = oph_tensor(PV_F32, 4, d, x);
+            oph_attr at[4] = { OPH_INT("size", size), OPH_FLOAT("alpha", alpha), OPH_FLOAT("beta", beta),
+                               OPH_FLOAT("bias", bias) };
+            oph_result r = oph_run_ok("LRN", 13, &in, 1, 0, 1, at, 4);
+            oph_expect_close(r.out[0].data, want, N * c * inner, 1e-6, "LRN");
+            oph_opts o = { .pool = pool, .garbage = true };
+            oph_result rt = oph_run_ex("LRN", 13, &in, 1, 0, 1, at, 4, &o);
+            assert_int_equal(rt.status, PV_OK);
+            assert_memory_equal(r.out[0].data, rt.out[0].data, pvc_nbytes(&r.out[0]));
+            oph_free(&r);
+            oph_free(&rt);
+        }
+    pvc_pool_free(pool);
+    int64_t d[4] = { 1, 2, 1, 1 };
+    pvc_tensor in = oph_tensor(PV_F32, 4, d, x);
+    oph_result r = oph_run("LRN", 13, &in, 1, 0, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EFORMAT);
+    assert_non_null(strstr(r.msg.text, "size"));
+    oph_attr zero = OPH_INT("size", 0);
+    r = oph_run("LRN", 13, &in, 1, 0, 1, &zero, 1);
+    assert_int_equal(r.status, PV_EFORMAT);
+}
+
+static void test_windows(void **state)
+{
+    (void)state;
+    const int64_t sizes[] = { 1, 2, 7, 10 };
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int periodic = 0; periodic < 2; periodic++)
+            for (int op = 0; op < 3; op++) {
+                int64_t n = sizes[si], d0[1] = { 1 };
+                double want[16], den = periodic ? (double)n : (double)(n - 1);
+                for (int64_t i = 0; i < n; i++) {
+                    double t = den > 0 ? M_PI * (double)i / den : 0.0;   /* half the phase */
+                    if (op == 0) want[i] = sin(t) * sin(t);
+                    else if (op == 1) want[i] = 0.54347826086956519 - 0.45652173913043481 * cos(2 * t);
+                    else want[i] = 0.42 - 0.5 * cos(2 * t) + 0.08 * cos(4 * t);
+                }
+                static const char *const names[3] = { "HannWindow", "HammingWindow", "BlackmanWindow" };
+                pvc_tensor in = oph_tensor(PV_I64, 0, d0, &n);
+                oph_attr at = OPH_INT("periodic", periodic);
+                oph_result r = oph_run_ok(names[op], 17, &in, 1, 1, 1, &at, 1);
+                oph_expect_shape(&r.out[0], PV_F32, 1, &n);
+                oph_expect_close(r.out[0].data, want, n, 1e-6, names[op]);
+                oph_free(&r);
+            }
+    int64_t n = 4, d0[1] = { 1 };
+    pvc_tensor in = oph_tensor(PV_I64, 0, d0, &n);
+    oph_result r = oph_run("HannWindow", 17, &in, 1, 0, 1, NULL, 0);   /* size at run time */
+    assert_int_equal(r.status, PV_EUNSUPPORTED);
+    oph_attr dbl = OPH_INT("output_datatype", 11);
+    r = oph_run("HannWindow", 17, &in, 1, 1, 1, &dbl, 1);
+    assert_int_equal(r.status, PV_EUNSUPPORTED);
+    assert_non_null(strstr(r.msg.text, "output_datatype"));
+    oph_attr i64 = OPH_INT("output_datatype", 7);
+    r = oph_run_ok("BlackmanWindow", 17, &in, 1, 1, 1, &i64, 1);   /* truncated toward zero */
+    assert_int_equal(r.out[0].dtype, PV_I64);
+    oph_free(&r);
+    n = -1;
+    r = oph_run("HannWindow", 17, &in, 1, 1, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EFORMAT);
+}
+
+static void test_eyelike(void **state)
+{
+    (void)state;
+    float x[12] = { 0 };
+    int64_t d[2] = { 3, 4 };
+    pvc_tensor in = oph_tensor(PV_F32, 2, d, x);
+    for (int k = -4; k <= 4; k++) {
+        oph_attr at = OPH_INT("k", k);
+        oph_result r = oph_run_ok("EyeLike", 9, &in, 1, 0, 1, &at, 1);
+        oph_expect_shape(&r.out[0], PV_F32, 2, d);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                assert_true(((float *)r.out[0].data)[i * 4 + j] == (j == i + k ? 1.0f : 0.0f));
+        oph_free(&r);
+    }
+    oph_attr ty[2] = { OPH_INT("dtype", 7), OPH_INT("k", 1) };
+    oph_result r = oph_run_ok("EyeLike", 9, &in, 1, 0, 1, ty, 2);
+    assert_int_equal(r.out[0].dtype, PV_I64);
+    assert_int_equal(((int64_t *)r.out[0].data)[1], 1);
+    assert_int_equal(((int64_t *)r.out[0].data)[0], 0);
+    oph_free(&r);
+    int64_t d3[3] = { 1, 3, 4 };
+    in = oph_tensor(PV_F32, 3, d3, x);
+    r = oph_run("EyeLike", 9, &in, 1, 0, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EFORMAT);
+}
+
+static void test_scatter_old_name(void **state)
+{
+    (void)state;
+    float data[6] = { 0 }, upd[2] = { 5, 7 };
+    int64_t idx[2] = { 2, 0 }, dd[2] = { 2, 3 }, di[2] = { 1, 2 };
+    pvc_tensor in[3] = { oph_tensor(PV_F32, 2, dd, data), oph_tensor(PV_I64, 2, di, idx), oph_tensor(PV_F32, 2, di, upd) };
+    oph_attr ax = OPH_INT("axis", 1);
+    oph_result r = oph_run_ok("Scatter", 9, in, 3, 0, 1, &ax, 1);
+    const float *y = r.out[0].data;
+    assert_true(y[2] == 5 && y[0] == 7 && y[1] == 0 && y[3] == 0);
+    oph_free(&r);
+    r = oph_run("Scatter", 11, in, 3, 0, 1, &ax, 1);
+    assert_int_equal(r.status, PV_EFORMAT);
+    assert_non_null(strstr(r.msg.text, "ScatterElements"));
+}
+
+/* The pre-11 resampling forms (values are checked against ORT by the op fixtures
+ * upsample7_nearest, upsample9_linear, resize10_*): what they refuse. */
+static void test_upsample_refusals(void **state)
+{
+    (void)state;
+    float x[16] = { 0 }, mixed[4] = { 1, 1, 2, 0.5f }, up[4] = { 1, 1, 2, 2 };
+    int64_t d[4] = { 1, 1, 4, 4 }, d4[1] = { 4 };
+    pvc_tensor in[2] = { oph_tensor(PV_F32, 4, d, x), oph_tensor(PV_F32, 1, d4, mixed) };
+    oph_result r = oph_run("Upsample", 9, in, 2, 3, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EUNSUPPORTED);   /* nearest that up- and downsamples */
+    oph_attr lin = OPH_STR("mode", "linear");
+    r = oph_run_ok("Resize", 10, in, 2, 3, 1, &lin, 1);   /* linear may */
+    int64_t want[4] = { 1, 1, 8, 2 };
+    oph_expect_shape(&r.out[0], PV_F32, 4, want);
+    oph_free(&r);
+    in[1] = oph_tensor(PV_F32, 1, d4, up);
+    r = oph_run("Upsample", 10, in, 2, 3, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EFORMAT);   /* deprecated at 10 */
+    r = oph_run("Upsample", 9, in, 2, 1, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EUNSUPPORTED);   /* scales at run time */
+    oph_attr cubic = OPH_STR("mode", "cubic");
+    r = oph_run("Resize", 10, in, 2, 3, 1, &cubic, 1);
+    assert_int_equal(r.status, PV_EUNSUPPORTED);
+    oph_attr sc = { .name = "scales", .type = PVG_ATTR_FLOATS, .floats = up, .n = 3 };
+    r = oph_run("Upsample", 7, in, 1, 1, 1, &sc, 1);
+    assert_int_equal(r.status, PV_EFORMAT);   /* 3 scales for rank 4 */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lrn),
+        cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_eyelike),
+        cmocka_unit_test(test_scatter_old_name),
+        cmocka_unit_test(test_upsample_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
