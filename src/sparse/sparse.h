@@ -103,12 +103,23 @@ pv_status pvs_rulebook_down(pvc_pool *pool, const pvs_sites *in, const int32_t k
                             pvc_msg *msg);
 
 /* ---- convolution -------------------------------------------------------------------------- */
+struct pvk_gemm_packed;
+
 typedef struct pvs_conv_desc {
     int32_t      cin, cout;
     const float *w;         /* [K, cin, cout] (BN folded by the caller) */
     const float *bias;      /* [cout] or NULL */
     bool         relu;      /* after bias + residual */
+    /* Optional (NULL: w through pvk_gemm_f32): W[k] packed once per offset, K objects of
+     * pvk_gemm_packed_create(cin, cout, W[k], ...) of kernels/gemm_packed.h, fp32 or bf16; the
+     * gathered GEMMs then run them (bf16 rounds the gathered inputs and W to bf16, sums in
+     * fp32). Read only when pvs_conv_gathers(d); the caller keeps them alive. */
+    struct pvk_gemm_packed *const *wk;
 } pvs_conv_desc;
+
+/* True when pvs_conv runs d through gathered GEMMs (else the narrow-layer direct kernel, fp32,
+ * which never reads d->wk): whether packing W[k] for it is worth anything. */
+bool   pvs_conv_gathers(const pvs_conv_desc *d);
 
 /* out[m, :] = act(sum over pairs (i -> m) of in[i, :] W[k] + bias + residual[m, :]).
  * in [rb->n_in, cin], out and residual [rb->n_out, cout] rows contiguous; residual may be

@@ -32,6 +32,7 @@
  * would make fewer than BLOCKS_MIN. The split depends only on the rulebook and the channels,
  * never on the pool, and each block sums in a fixed order: the output is bit-identical for
  * every thread count. */
+#include "kernels/gemm_packed.h"
 #include "kernels/kernels.h"
 #include "kernels/spconv_pairs.h"
 #include "sparse/sparse.h"
@@ -165,6 +166,16 @@ typedef struct conv_job {
     int64_t      ws_rows, rows;   /* buffer rows per thread; rows per block */
 } conv_job;
 
+/* C[rows, cout] (= or +=) A[rows, cin] x W[k], inline: fp32 or through the packed W[k] */
+static void block_gemm(const pvs_conv_desc *d, int64_t k, int64_t rows, const float *A, float *C, float beta)
+{
+    if (d->wk)
+        pvk_gemm_packed_run(d->wk[k], NULL, rows, A, d->cin, C, d->cout, beta, NULL, NULL);
+    else
+        pvk_gemm_f32(NULL, rows, d->cout, d->cin, A, d->cin, false, d->w + k * d->cin * d->cout, d->cout, false, C,
+                     d->cout, 1.0f, beta);
+}
+
 static void conv_block(const conv_job *j, int64_t a, int64_t b, float *G, float *Y)
 {
     const pvs_rulebook *rb = j->rb;
@@ -191,8 +202,7 @@ static void conv_block(const conv_job *j, int64_t a, int64_t b, float *G, float 
         const float *A = j->in + (int64_t)ii[0] * cin;
         for (int64_t m = 1; m < nb; m++)
             if (ii[m] != ii[0] + m) { gather(G, j->in, ii, nb, cin); A = G; break; }
-        pvk_gemm_f32(NULL, nb, cout, cin, A, cin, false, j->d->w + k * cin * cout, cout, false, acc, cout, 1.0f,
-                     written ? 1.0f : 0.0f);
+        block_gemm(j->d, k, nb, A, acc, written ? 1.0f : 0.0f);
         written = true;
     }
     if (!written) memset(acc, 0, (size_t)(nb * cout) * sizeof(float));
@@ -200,7 +210,7 @@ static void conv_block(const conv_job *j, int64_t a, int64_t b, float *G, float 
         int64_t cnt = hi[k] - lo[k];
         if (cnt == 0 || cnt == nb) continue;
         gather(G, j->in, rb->in_idx + lo[k], cnt, cin);
-        pvk_gemm_f32(NULL, cnt, cout, cin, G, cin, false, j->d->w + k * cin * cout, cout, false, Y, cout, 1.0f, 0.0f);
+        block_gemm(j->d, k, cnt, G, Y, 0.0f);
         scatter_add(acc, Y, rb->out_idx + lo[k], a, cnt, cout);
     }
     epilogue(acc, nb, cout, j->d->bias, j->res ? j->res + a * cout : NULL, j->d->relu);
@@ -228,6 +238,8 @@ static pvk_spconv_pairs_fn direct_kernel(const pvs_conv_desc *d)
     if (v->isa == PVC_ISA_SCALAR || (int64_t)d->cin * d->cout > lim) return NULL;
     return v->fn;
 }
+
+bool pvs_conv_gathers(const pvs_conv_desc *d) { return d && direct_kernel(d) == NULL; }
 
 void pvs_conv(pvc_pool *pool, const pvs_rulebook *rb, const pvs_conv_desc *d, const float *in,
               const float *residual, float *out, void *ws)

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm_packed.h"
 #include "kernels/spconv_pairs.h"
 #include "sparse/sparse.h"
 
@@ -709,34 +710,61 @@ static void run_conv_case(const ccase *c)
         }
     }
 
-    float *got[3];
-    for (int v = 0; v < 3; v++) {
+    /* 0 ref, 1 inline, 2 on 2 threads, then on 2 threads with W[k] packed: 3 fp32, 4 bf16
+     * through the bf16 oracle variant, 5 bf16 through the variant a model gets */
+    enum { NV = 6 };
+    const pvk_gemm_packed_variant *ref_bf16 = NULL;
+    for (int i = 0; i < pvk_gemm_packed_nvariants; i++)
+        if (!strcmp(pvk_gemm_packed_variants[i].name, "ref_bf16")) ref_bf16 = &pvk_gemm_packed_variants[i];
+    assert_non_null(ref_bf16);
+    pvk_gemm_packed *wk[3][27];
+    memset(wk, 0, sizeof wk);
+    for (int p = 0; p < 3; p++)
+        for (int k = 0; k < K; k++) {
+            pvc_msg pm = { { 0 } };
+            pv_status ps = pvk_gemm_packed_create(cin, cout, w + (int64_t)k * cin * cout, cout, false, 1.0f,
+                                                  p == 0 ? PVC_PREC_FP32 : PVC_PREC_BF16, p == 1 ? ref_bf16 : NULL,
+                                                  &wk[p][k], &pm);
+            if (ps != PV_OK) fail_msg("packing W[%d]: %s", k, pm.text);
+        }
+    float *got[NV];
+    for (int v = 0; v < NV; v++) {
         got[v] = malloc((size_t)(nout * cout + GUARD) * sizeof(float));
         for (int64_t i = 0; i < nout * cout + GUARD; i++) got[v][i] = GUARD_VAL;
     }
     pvs_conv_ref(&rb, &d, x, res, got[0]);
-    for (int v = 1; v < 3; v++) {
+    for (int v = 1; v < NV; v++) {
         pvc_pool *pool = v == 1 ? NULL : pool2;
-        size_t wsb = pvs_conv_ws_bytes(&rb, &d, pvc_pool_threads(pool));
+        pvs_conv_desc dv = d;
+        if (v >= 3) dv.wk = wk[v - 3];
+        size_t wsb = pvs_conv_ws_bytes(&rb, &dv, pvc_pool_threads(pool));
         unsigned char *ws = malloc(wsb + 4 + GUARD);
         memset(ws + 4 + wsb, 0xA5, GUARD);
-        pvs_conv(pool, &rb, &d, x, res, got[v], ws + 4);   /* deliberately misaligned */
+        pvs_conv(pool, &rb, &dv, x, res, got[v], ws + 4);   /* deliberately misaligned */
         for (int i = 0; i < GUARD; i++) assert_int_equal(ws[4 + wsb + i], 0xA5);
         free(ws);
     }
-    for (int v = 0; v < 3; v++) {
+    const bool bf16_kernel = pvk_gemm_packed_precision(wk[2][0]) == PVC_PREC_BF16;
+    for (int v = 0; v < NV; v++) {
         for (int64_t i = 0; i < nout * cout; i++) {
-            double err = fabs((double)got[v][i] - want[i]), tol = 1e-4 * mag[i] + 1e-6;
+            /* bf16: both factors rounded to 8 bits, |error| <= 2^-8 (1 + 2^-8) of each product */
+            double err = fabs((double)got[v][i] - want[i]), tol = (v >= 4 ? 8e-3 : 1e-4) * mag[i] + 1e-6;
             if (!(err <= tol))
                 fail_msg("conv %s %dx%dx%d s%d cin %d cout %d: variant %d row %lld ch %lld: %g vs %g",
                          c->g.subm ? "subm" : "down", c->g.k[0], c->g.k[1], c->g.k[2], c->g.s[0], cin, cout, v,
                          (long long)(i / cout), (long long)(i % cout), (double)got[v][i], want[i]);
+            /* the bf16 kernel against its oracle: the same roundings, sums in fp32 vs float64 */
+            if (v == 5 && bf16_kernel && !(fabs((double)got[5][i] - got[4][i]) <= 1e-5 * mag[i] + 1e-6))
+                fail_msg("conv cin %d cout %d: bf16 kernel %g vs its oracle %g at %lld", cin, cout, (double)got[5][i],
+                         (double)got[4][i], (long long)i);
         }
         for (int i = 0; i < GUARD; i++) assert_true(got[v][nout * cout + i] == GUARD_VAL);
     }
+    for (int p = 0; p < 3; p++)
+        for (int k = 0; k < K; k++) pvk_gemm_packed_free(wk[p][k]);
     /* the block split does not depend on the pool: identical bits inline and on 2 threads */
     if (nout > 0) assert_memory_equal(got[1], got[2], (size_t)(nout * cout) * sizeof(float));
-    for (int v = 0; v < 3; v++) free(got[v]);
+    for (int v = 0; v < NV; v++) free(got[v]);
     free(m);
     free(want);
     free(mag);
@@ -820,6 +848,8 @@ static void test_conv_dense_equivalence(void **state)
         { SUB, 3, 3, 3, 1.0, 2, 2, false, false, false },        /* tiny, every cell active */
         { SUB, 24, 24, 8, 0.6, 48, 40, true, true, true },       /* ~2.8k sites: long blocks, GEMM tiles */
         { S2, 24, 24, 8, 0.3, 33, 64, true, false, true },
+        { SUB, 14, 12, 6, 0.3, 64, 64, true, true, true },       /* wide: gathered GEMMs (bf16 when packed so) */
+        { S2, 13, 11, 9, 0.3, 64, 128, true, false, true },
     };
     for (size_t i = 0; i < PVC_COUNTOF(cases); i++) run_conv_case(&cases[i]);
 }

@@ -262,7 +262,8 @@ pv_status pvm_bevfusion_open(const pvm_bevfusion_options *opt, pvm_bevfusion **o
     if (s == PV_OK) s = load_params(m, msg);
     if (s == PV_OK) s = load_model(m, msg);
     if (s == PV_OK) s = setup_voxels(m, msg);
-    if (s == PV_OK) s = pvm_bf_runner_init(&m->runner, &m->enc, m->vcfg.max_voxels, pvc_pool_threads(m->pool), msg);
+    if (s == PV_OK)
+        s = pvm_bf_runner_init(&m->runner, &m->enc, m->vcfg.max_voxels, pvc_pool_threads(m->pool), m->precision, msg);
     if (s == PV_OK) s = pvm_bevfusion_streams_create(16, 1, m->points_cap, &m->streams, msg);
     if (s == PV_OK && !(opt && opt->no_warmup)) {
         /* one frame through every stage, so the first call costs what the others do */

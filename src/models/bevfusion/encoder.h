@@ -89,6 +89,9 @@ typedef struct pvm_bf_runner {
     int32_t       *last_sites;       /* final-level sites written into B last frame */
     int64_t        nlast;
     int            threads;
+    /* bf16: per layer that gathers (pvs_conv_gathers), its K offsets' weights packed for the
+     * bf16 GEMM, [nlayers * 27]; NULL at fp32 (and the narrow layers stay fp32) */
+    struct pvk_gemm_packed **wk;
 } pvm_bf_runner;
 
 typedef struct pvm_bf_encoder_stats {
@@ -98,8 +101,9 @@ typedef struct pvm_bf_encoder_stats {
     double  rulebook_ms, conv_ms, scatter_ms;
 } pvm_bf_encoder_stats;
 
+/* precision BF16: the gathered GEMMs of the wide layers run in bf16 (see wk). */
 pv_status pvm_bf_runner_init(pvm_bf_runner *r, const pvm_bf_encoder *e, int64_t max_voxels, int threads,
-                             pvc_msg *msg);
+                             pvc_precision precision, pvc_msg *msg);
 void      pvm_bf_runner_free(pvm_bf_runner *r);
 /* voxels -> VFE -> sparse convs -> r->dense. A frame that does not fit the largest bucket is
  * PV_EINPUT with the level counts. */

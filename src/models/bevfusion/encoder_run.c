@@ -2,6 +2,7 @@
  * scatter nodes against what the encoder computes, and the per-frame sparse execution with
  * capacity buckets laid out at load. */
 #include "models/bevfusion/encoder.h"
+#include "kernels/gemm_packed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -192,7 +193,30 @@ static void layout_bucket(const pvm_bf_encoder *e, pvm_bf_bucket *b)
     b->bytes = off;
 }
 
-pv_status pvm_bf_runner_init(pvm_bf_runner *r, const pvm_bf_encoder *e, int64_t max_voxels, int threads, pvc_msg *msg)
+/* W[k] of every gathering layer packed for the bf16 GEMM. */
+static pv_status pack_bf16(pvm_bf_runner *r, pvc_msg *msg)
+{
+    const pvm_bf_encoder *e = r->e;
+    r->wk = pvc_malloc((size_t)PVC_MAX(e->nlayers, 1) * 27 * sizeof *r->wk);
+    if (!r->wk) return pvc_fail(msg, PV_ENOMEM, "out of memory for the sparse encoder's bf16 weights");
+    memset(r->wk, 0, (size_t)PVC_MAX(e->nlayers, 1) * 27 * sizeof *r->wk);
+    for (int i = 0; i < e->nlayers; i++) {
+        const pvm_bf_layer *L = &e->layer[i];
+        const pvm_bf_rbspec *rs = &e->rb[L->rb];
+        pvs_conv_desc d = { L->cin, L->cout, L->w, L->bias, L->relu, NULL };
+        if (!pvs_conv_gathers(&d)) continue;
+        const int K = rs->ksize[0] * rs->ksize[1] * rs->ksize[2];
+        for (int k = 0; k < K; k++) {
+            pv_status s = pvk_gemm_packed_create(L->cin, L->cout, L->w + (int64_t)k * L->cin * L->cout, L->cout, false, 1.0f,
+                                                 PVC_PREC_BF16, NULL, &r->wk[i * 27 + k], msg);
+            if (s != PV_OK) return s;
+        }
+    }
+    return PV_OK;
+}
+
+pv_status pvm_bf_runner_init(pvm_bf_runner *r, const pvm_bf_encoder *e, int64_t max_voxels, int threads,
+                             pvc_precision precision, pvc_msg *msg)
 {
     memset(r, 0, sizeof *r);
     r->e = e;
@@ -241,6 +265,10 @@ pv_status pvm_bf_runner_init(pvm_bf_runner *r, const pvm_bf_encoder *e, int64_t 
         return pvc_fail(msg, PV_ENOMEM, "out of memory for the sparse encoder (%zu bytes of buffers)", most);
     }
     memset(r->dense, 0, (size_t)nd * sizeof(float));
+    if (precision == PVC_PREC_BF16) {
+        pv_status s = pack_bf16(r, msg);
+        if (s != PV_OK) { pvm_bf_runner_free(r); return s; }
+    }
     return PV_OK;
 }
 
@@ -251,6 +279,10 @@ void pvm_bf_runner_free(pvm_bf_runner *r)
     pvc_free_aligned(r->ws);
     pvc_free_aligned(r->dense);
     pvc_free(r->last_sites);
+    if (r->wk) {
+        for (int i = 0; i < r->e->nlayers * 27; i++) pvk_gemm_packed_free(r->wk[i]);
+        pvc_free(r->wk);
+    }
     memset(r, 0, sizeof *r);
 }
 
@@ -344,7 +376,7 @@ pv_status pvm_bf_runner_run(pvm_bf_runner *r, pvc_pool *pool, const pvs_voxels *
     pvc_parallel_for(pool, vox->n, 1024, vfe_range, &vj);
     for (int i = 0; i < e->nlayers; i++) {
         const pvm_bf_layer *L = &e->layer[i];
-        pvs_conv_desc d = { L->cin, L->cout, L->w, L->bias, L->relu };
+        pvs_conv_desc d = { L->cin, L->cout, L->w, L->bias, L->relu, r->wk && r->wk[i * 27] ? &r->wk[i * 27] : NULL };
         const float *in = (const float *)(base + b->slot_off[L->in_slot]);
         const float *res = L->res_slot >= 0 ? (const float *)(base + b->slot_off[L->res_slot]) : NULL;
         float *out = (float *)(base + b->slot_off[L->out_slot]);
