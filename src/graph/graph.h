@@ -241,7 +241,7 @@ pv_status pvg_stub_prepare(pvg_prep *p);
 #undef PVG_OP
 
 /* ---- passes ------------------------------------------------------------------------------- */
-typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused, f16_lifted; } pvg_pass_stats;
+typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused, f16_lifted, linear_fused; } pvg_pass_stats;
 pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st);
 /* MatMul -> scale -> [Add mask] -> Softmax -> MatMul chains into perceive::Attention
  * (passes/attention.c). The operator is built in (op_common.c). */
@@ -251,6 +251,10 @@ extern const pvg_op pvg_op_Attention;   /* custom domain "perceive" (ops/attenti
  * (op_common.c). */
 pv_status pvg_fuse_gelu(pvg_graph *g, int *count);
 extern const pvg_op pvg_op_Gelu;        /* custom domain "perceive" (ops/gelu.c) */
+/* MatMul + Add(bias) / Gemm chains with a following Gelu and / or residual Add into
+ * perceive::Linear, whose GEMM epilogue applies them (passes/linear.c). Built in (op_common.c). */
+pv_status pvg_fuse_linear(pvg_graph *g, int *count);
+extern const pvg_op pvg_op_Linear;      /* custom domain "perceive" (ops/linear.c) */
 /* Add/Sub/Mul/Div -> Relu/LeakyRelu/Clip into the arithmetic node's fused activation, whatever
  * its operands (passes/add_act.c). */
 pv_status pvg_fuse_eltwise_act(pvg_graph *g, int *count);

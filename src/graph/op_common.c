@@ -13,7 +13,7 @@ static const pvg_op *const builtin[] = {
 
 /* perceive's own operators in its "perceive" domain (made by passes, and loadable from files
  * that contain them). */
-static const pvg_op *const builtin_custom[] = { &pvg_op_Attention, &pvg_op_Gelu };
+static const pvg_op *const builtin_custom[] = { &pvg_op_Attention, &pvg_op_Gelu, &pvg_op_Linear };
 
 #define MAX_CUSTOM 64
 static const pvg_op *custom[MAX_CUSTOM];
