@@ -1,5 +1,5 @@
-/* LRN, HannWindow / HammingWindow / BlackmanWindow, EyeLike, Scatter (opsets 9-10) and the
- * refusals of Upsample / Resize-10. Expectations come from naive double-precision references
+/* LRN, HannWindow / HammingWindow / BlackmanWindow, EyeLike, Scatter (opsets 9-10), BitShift,
+ * Det and the refusals of Upsample / Resize-10. Expectations come from naive double-precision references
  * written here from the ONNX definitions (Hann as sin^2, the Blackman / Hamming constants),
  * independent of the kernels; LRN also runs threaded and must give the same bytes. */
 #include <setjmp.h>
@@ -182,6 +182,77 @@ static void test_upsample_refusals(void **state)
     assert_int_equal(r.status, PV_EFORMAT);   /* 3 scales for rank 4 */
 }
 
+/* uint8 shifts with broadcasting; shifts of 8 or more give 0. */
+static void test_bitshift(void **state)
+{
+    (void)state;
+    uint8_t x[6] = { 1, 2, 255, 16, 128, 7 }, k[3] = { 1, 3, 9 };
+    int64_t dx[2] = { 2, 3 }, dk[1] = { 3 };
+    pvc_tensor in[2] = { oph_tensor(PV_U8, 2, dx, x), oph_tensor(PV_U8, 1, dk, k) };
+    oph_attr left = OPH_STR("direction", "LEFT"), right = OPH_STR("direction", "RIGHT");
+    oph_result r = oph_run_ok("BitShift", 11, in, 2, 0, 1, &left, 1);
+    const uint8_t wl[6] = { 2, 16, 0, 32, 0, 0 }, wr[6] = { 0, 0, 0, 8, 16, 0 };
+    assert_memory_equal(r.out[0].data, wl, 6);
+    oph_free(&r);
+    r = oph_run_ok("BitShift", 11, in, 2, 0, 1, &right, 1);
+    assert_memory_equal(r.out[0].data, wr, 6);
+    oph_free(&r);
+    oph_attr bad = OPH_STR("direction", "UP");
+    r = oph_run("BitShift", 11, in, 2, 0, 1, &bad, 1);
+    assert_int_equal(r.status, PV_EFORMAT);
+    r = oph_run("BitShift", 11, in, 2, 0, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EFORMAT);
+}
+
+/* Determinants against cofactor expansion in double (sizes 1-4, a batch), singular and empty. */
+static double cofactor_det(const double *a, int m)
+{
+    if (m == 1) return a[0];
+    double sum = 0, minor[16];
+    for (int c = 0; c < m; c++) {
+        int n = 0;
+        for (int i = 1; i < m; i++)
+            for (int j = 0; j < m; j++) if (j != c) minor[n++] = a[i * m + j];
+        sum += (c % 2 ? -1 : 1) * a[c] * cofactor_det(minor, m - 1);
+    }
+    return sum;
+}
+
+static void test_det(void **state)
+{
+    (void)state;
+    for (int m = 1; m <= 4; m++) {
+        enum { B = 3 };
+        float x[B * 16];
+        double want[B], a[16];
+        for (int i = 0; i < B * m * m; i++) x[i] = (float)rnd(-2, 2);
+        for (int b = 0; b < B; b++) {
+            for (int i = 0; i < m * m; i++) a[i] = x[b * m * m + i];
+            want[b] = cofactor_det(a, m);
+        }
+        int64_t d[3] = { B, m, m }, dout[1] = { B };
+        pvc_tensor in = oph_tensor(PV_F32, 3, d, x);
+        oph_result r = oph_run_ok("Det", 11, &in, 1, 0, 1, NULL, 0);
+        oph_expect_shape(&r.out[0], PV_F32, 1, dout);
+        oph_expect_close(r.out[0].data, want, B, 1e-5, "Det");
+        oph_free(&r);
+    }
+    float sing[4] = { 1, 2, 2, 4 };
+    int64_t d2[2] = { 2, 2 }, d0[2] = { 0, 0 }, d23[2] = { 2, 3 };
+    pvc_tensor in = oph_tensor(PV_F32, 2, d2, sing);
+    oph_result r = oph_run_ok("Det", 11, &in, 1, 0, 1, NULL, 0);
+    assert_int_equal(r.out[0].rank, 0);
+    assert_true(((float *)r.out[0].data)[0] == 0.0f);
+    oph_free(&r);
+    in = oph_tensor(PV_F32, 2, d0, sing);
+    r = oph_run_ok("Det", 11, &in, 1, 0, 1, NULL, 0);
+    assert_true(((float *)r.out[0].data)[0] == 1.0f);   /* the empty product */
+    oph_free(&r);
+    in = oph_tensor(PV_F32, 2, d23, sing);
+    r = oph_run("Det", 11, &in, 1, 0, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EFORMAT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +261,8 @@ int main(void)
         cmocka_unit_test(test_eyelike),
         cmocka_unit_test(test_scatter_old_name),
         cmocka_unit_test(test_upsample_refusals),
+        cmocka_unit_test(test_bitshift),
+        cmocka_unit_test(test_det),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
