@@ -9,6 +9,7 @@
  *     -l  only the layers whose name contains this text (e.g. "16->16", "subm", "L3")
  *     -q  skip the voxelizer and rulebook timings
  *     -b  also run the levels of a real cloud (KITTI .bin: -c 4, nuScenes .pcd.bin: -c 5)
+ *     -p  bf16: the layers that gather run their GEMMs on bf16-packed W[k] (as the bundle at bf16)
  *
  * The synthetic scene is a small ray-casting simulation of a 32-beam spinning lidar (ground,
  * 60 car-sized and 12 building-sized boxes; see scene_init) accumulated over sweeps with ego
@@ -19,6 +20,7 @@
  * rulebook.
  * The encoder estimate at the end sums each layer's median time times how often the encoder
  * runs that shape (conv_input 1, SubM 4 per level, each down conv 1) plus the rulebooks. */
+#include "kernels/gemm_packed.h"
 #include "kernels/kernels.h"
 #include "sparse/sparse.h"
 
@@ -275,6 +277,8 @@ static const layer LAYERS[] = {
     { "L3 128->128 k113 s112", 3, true, 128, 128, 1 },
 };
 
+static bool bf16;   /* -p bf16 */
+
 /* pvs_conv with bias + ReLU (+ residual on SubM, as the SBB's second): median and best wall
  * ms, median CPU ms */
 static void time_conv(pvc_pool *pool, const pvs_rulebook *rb, int cin, int cout, bool residual, int runs,
@@ -285,7 +289,15 @@ static void time_conv(pvc_pool *pool, const pvs_rulebook *rb, int cin, int cout,
     float *bias = rand_buf(cout, 0.1f);
     float *res = residual ? rand_buf(rb->n_out * cout, 1.0f) : NULL;
     float *out = xmalloc((size_t)PVC_MAX(rb->n_out, 1) * cout * sizeof(float));
-    pvs_conv_desc d = { cin, cout, w, bias, true };
+    pvs_conv_desc d = { cin, cout, w, bias, true, NULL };
+    pvk_gemm_packed *wk[27] = { NULL };
+    if (bf16 && pvs_conv_gathers(&d)) {
+        pvc_msg msg = { { 0 } };
+        for (int k = 0; k < rb->K; k++)
+            check(pvk_gemm_packed_create(cin, cout, w + (int64_t)k * cin * cout, cout, false, 1.0f, PVC_PREC_BF16, NULL,
+                                         &wk[k], &msg), &msg);
+        d.wk = wk;
+    }
     void *ws = xmalloc(pvs_conv_ws_bytes(rb, &d, pvc_pool_threads(pool)));
     double ms[64], cms[64];
     pvs_conv(pool, rb, &d, in, res, out, ws);   /* warm-up */
@@ -306,6 +318,7 @@ static void time_conv(pvc_pool *pool, const pvs_rulebook *rb, int cin, int cout,
     pvc_free(res);
     pvc_free(out);
     pvc_free(ws);
+    for (int k = 0; k < 27; k++) pvk_gemm_packed_free(wk[k]);
 }
 
 static const char *only_layer;
@@ -427,6 +440,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) tlo = thi = atoi(argv[++i]) == 1 ? 1 : 2;
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) only_n = atoll(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quiet = true;
+        else if (!strcmp(argv[i], "-p") && i + 1 < argc) bf16 = !strcmp(argv[++i], "bf16");
         else if (!strcmp(argv[i], "-l") && i + 1 < argc) only_layer = argv[++i];
         else if (!strcmp(argv[i], "-b") && i + 1 < argc) bin = argv[++i];
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) cols = atoi(argv[++i]);
