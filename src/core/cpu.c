@@ -95,8 +95,9 @@ pv_status pvc_precision_resolve(int requested, pvc_precision *out, char *why, si
                  pvc_cpu_get()->avx512_bf16 ? "lowered by PERCEIVE_ISA" : "this CPU lacks it", pvc_isa_name(i));
 #ifndef PV_HAVE_DNNL
     else snprintf(why, why_len, "bf16 needs oneDNN, which this build lacks: running fp32");
-#endif
+#else
     else *out = PVC_PREC_BF16;
+#endif
     return PV_OK;
 }
 

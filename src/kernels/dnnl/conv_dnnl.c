@@ -442,6 +442,8 @@ const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c) { return c ? c->impl : "n
 
 pvk_dnnl_mode pvk_dnnl_conv_pick(const pvk_dnnl_conv_desc *d) { (void)d; return PVK_DNNL_OFF; }
 
+bool pvk_dnnl_winograd_pick(const pvk_dnnl_conv_desc *d) { (void)d; return false; }
+
 bool pvk_dnnl_available(void) { return false; }
 
 pv_status pvk_dnnl_conv_create(const pvk_dnnl_conv_desc *d, const float *w, int threads,
