@@ -1,5 +1,5 @@
 /* LRN, HannWindow / HammingWindow / BlackmanWindow, EyeLike, Scatter (opsets 9-10), BitShift,
- * Det and the refusals of Upsample / Resize-10. Expectations come from naive double-precision references
+ * Det, MaxUnpool and the refusals of Upsample / Resize-10. Expectations come from naive double-precision references
  * written here from the ONNX definitions (Hann as sin^2, the Blackman / Hamming constants),
  * independent of the kernels; LRN also runs threaded and must give the same bytes. */
 #include <setjmp.h>
@@ -253,6 +253,41 @@ static void test_det(void **state)
     assert_int_equal(r.status, PV_EFORMAT);
 }
 
+/* Values land at their indices (in the inferred shape); a larger output_shape pads at the end
+ * of each axis with coordinates kept; a bad index fails the run; a smaller shape is refused. */
+static void test_max_unpool(void **state)
+{
+    (void)state;
+    float x[4] = { 5, 6, 7, 8 };
+    int64_t idx[4] = { 5, 7, 13, 15 }, d[4] = { 1, 1, 2, 2 }, ks[2] = { 2, 2 };
+    pvc_tensor in[3] = { oph_tensor(PV_F32, 4, d, x), oph_tensor(PV_I64, 4, d, idx) };
+    oph_attr at[2] = { OPH_INTS("kernel_shape", ks, 2), OPH_INTS("strides", ks, 2) };
+    oph_result r = oph_run_ok("MaxUnpool", 11, in, 2, 0, 1, at, 2);
+    int64_t want4[4] = { 1, 1, 4, 4 };
+    oph_expect_shape(&r.out[0], PV_F32, 4, want4);
+    const float *y = r.out[0].data;
+    for (int i = 0; i < 16; i++)
+        assert_true(y[i] == (i == 5 ? 5 : i == 7 ? 6 : i == 13 ? 7 : i == 15 ? 8 : 0));
+    oph_free(&r);
+    int64_t shape[4] = { 1, 1, 5, 6 }, d1[1] = { 4 };
+    in[2] = oph_tensor(PV_I64, 1, d1, shape);
+    r = oph_run_ok("MaxUnpool", 11, in, 3, 4, 1, at, 2);
+    oph_expect_shape(&r.out[0], PV_F32, 4, shape);
+    y = r.out[0].data;
+    for (int i = 0; i < 30; i++)
+        assert_true(y[i] == (i == 7 ? 5 : i == 9 ? 6 : i == 19 ? 7 : i == 21 ? 8 : 0));   /* (1,1) (1,3) (3,1) (3,3) */
+    oph_free(&r);
+    shape[2] = 3;
+    r = oph_run("MaxUnpool", 11, in, 3, 4, 1, at, 2);
+    assert_int_equal(r.status, PV_EUNSUPPORTED);
+    idx[2] = 16;
+    r = oph_run("MaxUnpool", 11, in, 2, 0, 1, at, 2);
+    assert_int_equal(r.status, PV_EINPUT);
+    oph_free(&r);
+    r = oph_run("MaxUnpool", 11, in, 2, 0, 1, &at[1], 1);   /* no kernel_shape */
+    assert_int_equal(r.status, PV_EFORMAT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_upsample_refusals),
         cmocka_unit_test(test_bitshift),
         cmocka_unit_test(test_det),
+        cmocka_unit_test(test_max_unpool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
