@@ -955,8 +955,8 @@ static void test_resize_errors(void **state)
     pvc_tensor in[4] = { T(PV_F32, 2, d, x), T(PV_F32, 1, &zero, x), T(PV_F32, 1, &two, sc), T(PV_I64, 1, &two, sz) };
     run_expect(PV_EFORMAT, "Resize", 13, in, 4, 15u, 1, NULL, 0);                      /* scales and sizes */
     in[3] = absent();
-    oph_attr cubic[1] = { OPH_STR("mode", "cubic") };
-    run_expect(PV_EUNSUPPORTED, "Resize", 13, in, 4, 15u, 1, cubic, 1);
+    oph_attr cubic[2] = { OPH_STR("mode", "cubic"), OPH_INT("antialias", 1) };   /* cubic itself is supported */
+    run_expect(PV_EUNSUPPORTED, "Resize", 13, in, 4, 15u, 1, cubic, 2);
     oph_attr crop[1] = { OPH_STR("coordinate_transformation_mode", "tf_crop_and_resize") };
     run_expect(PV_EUNSUPPORTED, "Resize", 13, in, 4, 15u, 1, crop, 1);
     oph_attr bogus[1] = { OPH_STR("mode", "bogus") };
@@ -968,7 +968,7 @@ static void test_resize_errors(void **state)
     oph_attr kp[1] = { OPH_STR("keep_aspect_ratio_policy", "not_larger") };
     run_expect(PV_EUNSUPPORTED, "Resize", 18, in, 4, 15u, 1, kp, 1);
     run_expect(PV_EUNSUPPORTED, "Resize", 13, in, 4, 11u, 1, NULL, 0);                 /* scales not constant */
-    run_expect(PV_EUNSUPPORTED, "Resize", 10, in, 3, 7u, 1, NULL, 0);                  /* opset 10 */
+    run_expect(PV_EFORMAT, "Resize", 10, in, 3, 7u, 1, NULL, 0);                       /* opset 10: X and scales only */
     in[2].data = neg;
     run_expect(PV_EFORMAT, "Resize", 13, in, 4, 15u, 1, NULL, 0);                      /* scale <= 0 */
     in[2] = absent();

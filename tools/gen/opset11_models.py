@@ -12,7 +12,9 @@ the model-graph fixtures.
                       Concat, a 1x1 Conv head.
   ops                 tests/fixtures/ops/{upsample7_nearest, upsample9_linear, resize10_nearest_down,
                       resize10_linear}: the pre-11 resampling forms (scales as an attribute or a
-                      constant input, asymmetric coordinates), ORT outputs
+                      constant input, asymmetric coordinates), and resize_cubic_*: Resize-13
+                      cubic with constant scales (half_pixel, align_corners, asymmetric,
+                      cubic_coeff_a -0.5 with exclude_outside, downsampling), ORT outputs
   convert DIR         exports of tools/gen/models.py's unseen, vit4, cam_resnet34_fpn and
                       bev_dense at opsets 9 and 11 (torch.onnx.export, filled by `perceive onnx
                       fill --seed 1`) with ORT outputs, into DIR/<name>_op<N>/ as conformance
@@ -142,6 +144,35 @@ def old_resample_cases():
         print(f'{case}: {shape} -> {list(out["y"].shape)}')
 
 
+def cubic_cases():
+    """Resize-13 mode cubic with constant scales (the backend suite feeds them at run time)."""
+    F = TensorProto.FLOAT
+    cases = {
+        'resize_cubic_up_half_pixel': ([1, 1, 2, 1.5], {}, [1, 2, 5, 6]),
+        'resize_cubic_up_align_corners': ([1, 1, 1.8, 2], {'coordinate_transformation_mode': 'align_corners'}, [1, 2, 5, 4]),
+        'resize_cubic_up_asymmetric': ([1, 1, 2, 2], {'coordinate_transformation_mode': 'asymmetric'}, [1, 1, 4, 5]),
+        'resize_cubic_down_a05_exclude': ([1, 1, 0.6, 0.75], {'cubic_coeff_a': -0.5, 'exclude_outside': 1}, [1, 2, 8, 8]),
+    }
+    for case, (scales, attrs, shape) in cases.items():
+        sc = np.array(scales, np.float32)
+        out_shape = [int(np.floor(np.float32(d) * s)) for d, s in zip(shape, sc)]
+        node = helper.make_node('Resize', ['x', 'roi', 'scales'], ['y'], mode='cubic', **attrs)
+        g = helper.make_graph([node], case, [helper.make_tensor_value_info('x', F, shape)],
+                              [helper.make_tensor_value_info('y', F, out_shape)],
+                              [numpy_helper.from_array(np.zeros(0, np.float32), 'roi'), numpy_helper.from_array(sc, 'scales')])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+        m.ir_version = 7
+        d = os.path.join(fio.ROOT, 'tests', 'fixtures', 'ops', case)
+        os.makedirs(d, exist_ok=True)
+        x = {'x': fio.rng_of(case).standard_normal(shape).astype(np.float32)}
+        onnx.save(m, os.path.join(d, 'model.onnx'))
+        with tempfile.TemporaryDirectory() as tmp:
+            out = run_ort(os.path.join(d, 'model.onnx'), x, tmp)
+        fio.save_npz(os.path.join(d, 'inputs.npz'), x)
+        fio.save_npz(os.path.join(d, 'expected.npz'), out)
+        print(f'{case}: {shape} -> {list(out["y"].shape)}')
+
+
 def convert(out_root, perceive):
     import models
     nets = models.build_networks()
@@ -183,6 +214,7 @@ def main():
         fixtures()
     elif a.cmd == 'ops':
         old_resample_cases()
+        cubic_cases()
     else:
         convert(a.dir, a.perceive)
 

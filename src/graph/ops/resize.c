@@ -1,7 +1,9 @@
-/* Resize (opsets 11-18; 10 and Upsample 7-9: see resize_old_prepare): inputs X, roi (ignored: tf_crop_and_resize is refused), scales and
- * sizes (one of them, constant). Modes nearest (any dtype: a gather) and linear (N-linear;
- * f16/bf16 staged through f32, graph/ops/lowp.h); cubic is refused. Output dims are floor(in * scale) with scales, else sizes; the coordinate
- * transform uses the given scale, or out/in for sizes (as the spec and ONNX Runtime). */
+/* Resize (opsets 11-18; 10 and Upsample 7-9: see resize_old_prepare): inputs X, roi (ignored:
+ * tf_crop_and_resize is refused), scales and sizes (one of them, constant). Modes nearest (any
+ * dtype: a gather), linear (N-linear) and cubic (cubic_coeff_a, exclude_outside; separable over
+ * every axis); f16/bf16 staged through f32 (graph/ops/lowp.h). Output dims are floor(in * scale)
+ * with scales, else sizes; the coordinate transform uses the given scale, or out/in for sizes
+ * (as the spec and ONNX Runtime). */
 #include "graph/graph.h"
 #include "graph/ops/lowp.h"
 #include "kernels/ref/resample.h"
@@ -24,7 +26,8 @@ static int lookup(const name_value *t, size_t n, const char *s)
 /* Reads every Resize attribute; fills the modes of k. */
 static pv_status resize_attrs(pvg_prep *p, pvk_resize_params *k, const int64_t **axes, int64_t *naxes)
 {
-    static const name_value modes[] = { { "nearest", PVK_RESIZE_NEAREST }, { "linear", PVK_RESIZE_LINEAR } };
+    static const name_value modes[] = { { "nearest", PVK_RESIZE_NEAREST }, { "linear", PVK_RESIZE_LINEAR },
+                                        { "cubic", PVK_RESIZE_CUBIC } };
     static const name_value coords[] = {
         { "half_pixel", PVK_COORD_HALF_PIXEL }, { "pytorch_half_pixel", PVK_COORD_PYTORCH_HALF_PIXEL },
         { "align_corners", PVK_COORD_ALIGN_CORNERS }, { "asymmetric", PVK_COORD_ASYMMETRIC },
@@ -49,11 +52,7 @@ static pv_status resize_attrs(pvg_prep *p, pvk_resize_params *k, const int64_t *
     if ((s = pvg_attr_ints(p, "axes", axes, naxes))) return s;
 
     int m = lookup(modes, PVC_COUNTOF(modes), mode);
-    if (m < 0) {
-        if (!strcmp(mode, "cubic"))
-            return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'mode'='cubic' is not supported (nearest and linear are)");
-        return pvg_prep_fail(p, PV_EFORMAT, "attribute 'mode'='%s' is not nearest, linear or cubic", mode);
-    }
+    if (m < 0) return pvg_prep_fail(p, PV_EFORMAT, "attribute 'mode'='%s' is not nearest, linear or cubic", mode);
     int c = lookup(coords, PVC_COUNTOF(coords), coord);
     if (c < 0)
         return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'coordinate_transformation_mode'='%s' is not supported "
@@ -65,13 +64,14 @@ static pv_status resize_attrs(pvg_prep *p, pvk_resize_params *k, const int64_t *
         return pvg_prep_fail(p, PV_EFORMAT, "attribute 'exclude_outside'=%lld must be 0 or 1", (long long)exclude);
     if (antialias != 0 && antialias != 1)
         return pvg_prep_fail(p, PV_EFORMAT, "attribute 'antialias'=%lld must be 0 or 1", (long long)antialias);
-    /* Antialiasing changes linear downsampling only; nearest ignores it. */
-    if (antialias && m == PVK_RESIZE_LINEAR)
-        return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'antialias'=1 is not supported for mode 'linear'");
+    /* Antialiasing changes linear / cubic downsampling only; nearest ignores it. */
+    if (antialias && m != PVK_RESIZE_NEAREST)
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'antialias'=1 is not supported for mode '%s'", mode);
     if (strcmp(policy, "stretch"))
         return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'keep_aspect_ratio_policy'='%s' is not supported (only 'stretch')", policy);
-    (void)cubic_a;
     (void)extrapolation;
+    k->cubic_a = cubic_a;
+    k->exclude_outside = exclude != 0;
     k->mode = (pvk_resize_mode)m;
     k->coord = (pvk_coord_mode)c;
     k->nearest = (pvk_nearest_mode)n;
@@ -170,8 +170,9 @@ static pv_status resize_prepare(pvg_prep *p)
     const int64_t *axes_attr;
     int64_t naxes;
     if ((s = resize_attrs(p, k, &axes_attr, &naxes))) return s;
-    if (k->mode == PVK_RESIZE_LINEAR && !pvc_dtype_is_float(in->dtype))
-        return pvg_prep_fail(p, PV_EUNSUPPORTED, "mode 'linear' supports float input only, got %s", pv_dtype_name(in->dtype));
+    if (k->mode != PVK_RESIZE_NEAREST && !pvc_dtype_is_float(in->dtype))
+        return pvg_prep_fail(p, PV_EUNSUPPORTED, "mode '%s' supports float input only, got %s",
+                             k->mode == PVK_RESIZE_LINEAR ? "linear" : "cubic", pv_dtype_name(in->dtype));
     if (r < 1) return pvg_prep_fail(p, PV_EFORMAT, "input must have rank >= 1");
 
     /* The axes the scales/sizes refer to (opset 18 'axes'; default all, in order). */
@@ -231,22 +232,23 @@ static pv_status resize_prepare(pvg_prep *p)
         if (k->in[i] == 0 && k->out[i] > 0)
             return pvg_prep_fail(p, PV_EFORMAT, "axis %d has size 0 and cannot be resized to %lld", i, (long long)k->out[i]);
     pvg_out_set(p, 0, in->dtype, r, k->out);
-    p->workspace = pvk_resize_workspace(k);
-    if (k->mode == PVK_RESIZE_LINEAR) p->workspace += pvg_lowp_bytes(p);
+    p->workspace = k->mode == PVK_RESIZE_CUBIC ? pvk_resize_cubic_workspace(k) : pvk_resize_workspace(k);
+    if (k->mode != PVK_RESIZE_NEAREST) p->workspace += pvg_lowp_bytes(p);
     return PV_OK;
 }
 
 static pv_status resize_run_any(const pvg_exec *x)
 {
     const resize_params *rp = x->params;
-    pvk_resize(x->pool, &rp->k, x->in[0].dtype, x->in[0].data, x->out[0].data, x->ws);
+    if (rp->k.mode == PVK_RESIZE_CUBIC) pvk_resize_cubic_f32(&rp->k, x->in[0].data, x->out[0].data, x->ws);
+    else pvk_resize(x->pool, &rp->k, x->in[0].dtype, x->in[0].data, x->out[0].data, x->ws);
     return PV_OK;
 }
 
 static pv_status resize_run(const pvg_exec *x)
 {
     const resize_params *rp = x->params;
-    if (rp->k.mode == PVK_RESIZE_LINEAR && pvg_lowp_needed(x)) return pvg_lowp_run(x, resize_run_any);
+    if (rp->k.mode != PVK_RESIZE_NEAREST && pvg_lowp_needed(x)) return pvg_lowp_run(x, resize_run_any);
     return resize_run_any(x);
 }
 

@@ -179,6 +179,11 @@ void pvk_resize(pvc_pool *pool, const pvk_resize_params *p, pv_dtype t, const vo
     pvc_parallel_for(pool, rows, PVC_MAX(1, 8192 / p->out[p->rank - 1]), resize_task, &c);
 }
 
+float pvk_resize_source_coord(pvk_coord_mode m, float xr, float scale, int64_t in, int64_t out)
+{
+    return source_coord(m, xr, scale, in, out);
+}
+
 /* ---- GridSample --------------------------------------------------------------------------- */
 
 /* Folds x back into [lo, hi] by repeated reflection at the borders. */
