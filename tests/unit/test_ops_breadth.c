@@ -1,5 +1,5 @@
 /* LRN, HannWindow / HammingWindow / BlackmanWindow, EyeLike, Scatter (opsets 9-10), BitShift,
- * Det, MaxUnpool and the refusals of Upsample / Resize-10. Expectations come from naive double-precision references
+ * Det, MaxUnpool, RoiAlign and the refusals of Upsample / Resize-10. Expectations come from naive double-precision references
  * written here from the ONNX definitions (Hann as sin^2, the Blackman / Hamming constants),
  * independent of the kernels; LRN also runs threaded and must give the same bytes. */
 #include <setjmp.h>
@@ -288,6 +288,39 @@ static void test_max_unpool(void **state)
     assert_int_equal(r.status, PV_EFORMAT);
 }
 
+/* RoiAlign's values are checked against ORT by the op fixtures roialign16_max_adaptive and
+ * roialign10_avg; here: a region inside a constant image averages to the constant, a batch
+ * index out of range fails the run, bad attributes and shapes are refused. */
+static void test_roi_align(void **state)
+{
+    (void)state;
+    float x[2 * 1 * 6 * 6], rois[8] = { 1, 1, 4, 4, 0, 0, 5, 5 }, *y;
+    for (int i = 0; i < 72; i++) x[i] = i < 36 ? 3.0f : -1.0f;
+    int64_t bi[2] = { 0, 1 }, dx[4] = { 2, 1, 6, 6 }, dr[2] = { 2, 4 }, db[1] = { 2 };
+    pvc_tensor in[3] = { oph_tensor(PV_F32, 4, dx, x), oph_tensor(PV_F32, 2, dr, rois), oph_tensor(PV_I64, 1, db, bi) };
+    oph_attr at[3] = { OPH_INT("output_height", 2), OPH_INT("output_width", 3), OPH_INT("sampling_ratio", 2) };
+    oph_result r = oph_run_ok("RoiAlign", 16, in, 3, 0, 1, at, 3);
+    int64_t want[4] = { 2, 1, 2, 3 };
+    oph_expect_shape(&r.out[0], PV_F32, 4, want);
+    y = r.out[0].data;
+    for (int i = 0; i < 6; i++) assert_true(fabsf(y[i] - 3.0f) < 1e-6f && fabsf(y[6 + i] + 1.0f) < 1e-6f);
+    oph_free(&r);
+    bi[1] = 2;
+    r = oph_run("RoiAlign", 16, in, 3, 0, 1, at, 3);
+    assert_int_equal(r.status, PV_EINPUT);
+    oph_free(&r);
+    oph_attr bad = OPH_STR("mode", "median");
+    r = oph_run("RoiAlign", 16, in, 3, 0, 1, &bad, 1);
+    assert_int_equal(r.status, PV_EFORMAT);
+    oph_attr ct = OPH_STR("coordinate_transformation_mode", "half_pixel");
+    r = oph_run("RoiAlign", 10, in, 3, 0, 1, &ct, 1);   /* an opset 16 attribute at 10 stays unread */
+    assert_int_not_equal(r.status, PV_OK);
+    int64_t dr3[2] = { 2, 3 };
+    in[1] = oph_tensor(PV_F32, 2, dr3, rois);
+    r = oph_run("RoiAlign", 16, in, 3, 0, 1, NULL, 0);
+    assert_int_equal(r.status, PV_EFORMAT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_bitshift),
         cmocka_unit_test(test_det),
         cmocka_unit_test(test_max_unpool),
+        cmocka_unit_test(test_roi_align),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,9 @@ the model-graph fixtures.
                       resize10_linear}: the pre-11 resampling forms (scales as an attribute or a
                       constant input, asymmetric coordinates), and resize_cubic_*: Resize-13
                       cubic with constant scales (half_pixel, align_corners, asymmetric,
-                      cubic_coeff_a -0.5 with exclude_outside, downsampling), ORT outputs
+                      cubic_coeff_a -0.5 with exclude_outside, downsampling), and roialign_*:
+                      RoiAlign-16 max (half_pixel, adaptive sampling) and RoiAlign-10 avg, ORT
+                      outputs
   convert DIR         exports of tools/gen/models.py's unseen, vit4, cam_resnet34_fpn and
                       bev_dense at opsets 9 and 11 (torch.onnx.export, filled by `perceive onnx
                       fill --seed 1`) with ORT outputs, into DIR/<name>_op<N>/ as conformance
@@ -173,6 +175,38 @@ def cubic_cases():
         print(f'{case}: {shape} -> {list(out["y"].shape)}')
 
 
+def roialign_cases():
+    F = TensorProto.FLOAT
+    cases = {
+        'roialign16_max_adaptive': (16, {'mode': 'max', 'output_height': 3, 'output_width': 4, 'spatial_scale': 0.5}),
+        'roialign10_avg': (10, {'output_height': 2, 'output_width': 3, 'sampling_ratio': 2, 'spatial_scale': 0.25}),
+    }
+    for case, (opset, attrs) in cases.items():
+        r = fio.rng_of(case)
+        x = r.standard_normal((2, 3, 9, 11)).astype(np.float32)
+        # boxes in input pixels / spatial_scale, some past the border, one degenerate
+        s = 1 / attrs['spatial_scale']
+        rois = np.array([[1, 1, 7, 6], [0, 2, 10.5, 8.5], [-2, -1, 4, 3], [5, 5, 5, 5], [3.3, 0.7, 12, 10]],
+                        np.float32) * s
+        bi = np.array([0, 1, 1, 0, 1], np.int64)
+        oh, ow = attrs['output_height'], attrs['output_width']
+        node = helper.make_node('RoiAlign', ['x', 'rois', 'bi'], ['y'], **attrs)
+        g = helper.make_graph([node], case, [helper.make_tensor_value_info('x', F, list(x.shape)),
+                                             helper.make_tensor_value_info('rois', F, [5, 4])],
+                              [helper.make_tensor_value_info('y', F, [5, 3, oh, ow])], [numpy_helper.from_array(bi, 'bi')])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', opset)])
+        m.ir_version = 7
+        d = os.path.join(fio.ROOT, 'tests', 'fixtures', 'ops', case)
+        os.makedirs(d, exist_ok=True)
+        feeds = {'x': x, 'rois': rois}
+        onnx.save(m, os.path.join(d, 'model.onnx'))
+        with tempfile.TemporaryDirectory() as tmp:
+            out = run_ort(os.path.join(d, 'model.onnx'), feeds, tmp)
+        fio.save_npz(os.path.join(d, 'inputs.npz'), feeds)
+        fio.save_npz(os.path.join(d, 'expected.npz'), out)
+        print(f'{case}: -> {list(out["y"].shape)}')
+
+
 def convert(out_root, perceive):
     import models
     nets = models.build_networks()
@@ -215,6 +249,7 @@ def main():
     elif a.cmd == 'ops':
         old_resample_cases()
         cubic_cases()
+        roialign_cases()
     else:
         convert(a.dir, a.perceive)
 
