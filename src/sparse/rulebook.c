@@ -133,6 +133,9 @@ static pv_status subm_bad_site(const char *fn, const pvs_sites *s, pvs_hash *h, 
 }
 
 enum { PARTS_MAX = 64, PART_MIN = 2048 };   /* site ranges of the counting and emitting passes */
+/* Below this many sites a builder runs inline: its passes take well under a millisecond, and
+ * each handoff to the pool costs a wake-up and a join (much more on an oversubscribed box). */
+enum { PAR_MIN_SITES = 16384 };
 
 typedef struct subm_job {
     const pvs_sites *s;
@@ -262,6 +265,7 @@ pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ks
     if (st != PV_OK) return st;
     const int64_t n = s->n;
     rb_reset(rb, ksize, K, n);
+    if (n < PAR_MIN_SITES) pool = NULL;
 
     subm_job j = { .s = s, .K = K, .center = (K - 1) / 2, .rb = rb };
     pvs_hash_init(&j.h, scratch, n, 4);
@@ -444,6 +448,7 @@ pv_status pvs_rulebook_down(pvc_pool *pool, const pvs_sites *in, const int32_t k
         return pvc_fail(msg, PV_EINPUT, "%s: out cap = %lld with a NULL xyz", fn, (long long)out->cap);
     const int64_t n = in->n;
     rb_reset(rb, ksize, K, n);
+    if (n < PAR_MIN_SITES) pool = NULL;
 
     /* inputs in (x, y, z) order */
     uint64_t *a = scratch, *b = a + (n > 0 ? n : 1);

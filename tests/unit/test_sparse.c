@@ -524,7 +524,7 @@ static void test_rulebooks_brute(void **state)
 {
     (void)state;
     static const int shapes[][3] = { { 7, 6, 5 }, { 9, 4, 11 }, { 5, 8, 3 }, { 1, 1, 1 }, { 12, 3, 2 },
-                                     { 32, 24, 12 } };   /* the last: several parts in the builders */
+                                     { 48, 40, 12 } };   /* the last at 0.8: the builders on the pool, several parts */
     static const double dens[] = { 0.1, 0.35, 0.8 };
     for (size_t gi = 0; gi < PVC_COUNTOF(GEOMS); gi++)
         for (size_t si = 0; si < PVC_COUNTOF(shapes); si++)
