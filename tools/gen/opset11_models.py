@@ -15,7 +15,8 @@ the model-graph fixtures.
                       constant input, asymmetric coordinates), and resize_cubic_*: Resize-13
                       cubic with constant scales (half_pixel, align_corners, asymmetric,
                       cubic_coeff_a -0.5 with exclude_outside, downsampling), and roialign_*:
-                      RoiAlign-16 max (half_pixel, adaptive sampling) and RoiAlign-10 avg, ORT
+                      RoiAlign-16 max (half_pixel, adaptive sampling) and RoiAlign-10 avg, and
+                      gridsample_bicubic_*: zeros/border/reflection, align_corners 0/1, ORT
                       outputs
   convert DIR         exports of tools/gen/models.py's unseen, vit4, cam_resnet34_fpn and
                       bev_dense at opsets 9 and 11 (torch.onnx.export, filled by `perceive onnx
@@ -207,6 +208,34 @@ def roialign_cases():
         print(f'{case}: -> {list(out["y"].shape)}')
 
 
+def gridsample_cases():
+    F = TensorProto.FLOAT
+    cases = {
+        'gridsample_bicubic_border': {'padding_mode': 'border'},
+        'gridsample_bicubic_reflection_align': {'padding_mode': 'reflection', 'align_corners': 1},
+        'gridsample_bicubic_zeros_align': {'align_corners': 1},
+    }
+    for case, attrs in cases.items():
+        r = fio.rng_of(case)
+        x = r.standard_normal((2, 3, 5, 7)).astype(np.float32)
+        grid = r.uniform(-1.4, 1.4, (2, 4, 6, 2)).astype(np.float32)   # some outside [-1, 1]
+        node = helper.make_node('GridSample', ['x', 'grid'], ['y'], mode='bicubic', **attrs)
+        g = helper.make_graph([node], case, [helper.make_tensor_value_info('x', F, list(x.shape)),
+                                             helper.make_tensor_value_info('grid', F, list(grid.shape))],
+                              [helper.make_tensor_value_info('y', F, [2, 3, 4, 6])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 16)])
+        m.ir_version = 8
+        d = os.path.join(fio.ROOT, 'tests', 'fixtures', 'ops', case)
+        os.makedirs(d, exist_ok=True)
+        feeds = {'x': x, 'grid': grid}
+        onnx.save(m, os.path.join(d, 'model.onnx'))
+        with tempfile.TemporaryDirectory() as tmp:
+            out = run_ort(os.path.join(d, 'model.onnx'), feeds, tmp)
+        fio.save_npz(os.path.join(d, 'inputs.npz'), feeds)
+        fio.save_npz(os.path.join(d, 'expected.npz'), out)
+        print(f'{case}: -> {list(out["y"].shape)}')
+
+
 def convert(out_root, perceive):
     import models
     nets = models.build_networks()
@@ -250,6 +279,7 @@ def main():
         old_resample_cases()
         cubic_cases()
         roialign_cases()
+        gridsample_cases()
     else:
         convert(a.dir, a.perceive)
 

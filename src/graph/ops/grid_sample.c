@@ -1,6 +1,7 @@
 /* GridSample (opset 16): X [N,C,H,W] sampled at grid [N,Ho,Wo,2] (x, y normalized to
  * [-1, 1]) into [N,C,Ho,Wo]. Modes bilinear and nearest (round half to even, as ONNX
- * Runtime); padding zeros, border and reflection; align_corners. Bicubic is refused. */
+ * Runtime) and bicubic (16 taps, coefficient -0.75); padding zeros, border and reflection, per
+ * tap; align_corners. */
 #include "graph/graph.h"
 #include "kernels/ref/resample.h"
 
@@ -25,8 +26,7 @@ static pv_status gs_prepare(pvg_prep *p)
     /* 'linear' is opset 20's name for bilinear */
     if (!strcmp(mode, "bilinear") || !strcmp(mode, "linear")) k->mode = PVK_GS_BILINEAR;
     else if (!strcmp(mode, "nearest")) k->mode = PVK_GS_NEAREST;
-    else if (!strcmp(mode, "bicubic") || !strcmp(mode, "cubic"))
-        return pvg_prep_fail(p, PV_EUNSUPPORTED, "attribute 'mode'='%s' is not supported (bilinear and nearest are)", mode);
+    else if (!strcmp(mode, "bicubic") || !strcmp(mode, "cubic")) k->mode = PVK_GS_BICUBIC;   /* 'cubic': opset 20's name */
     else return pvg_prep_fail(p, PV_EFORMAT, "attribute 'mode'='%s' is not bilinear, nearest or bicubic", mode);
     if (!strcmp(padding, "zeros")) k->padding = PVK_GS_ZEROS;
     else if (!strcmp(padding, "border")) k->padding = PVK_GS_BORDER;

@@ -304,6 +304,50 @@ static void gs_apply_task(void *cv, int64_t b, int64_t e, int tid)
     }
 }
 
+/* Cubic convolution weights (a = -0.75) of the taps at -1, 0, 1, 2 around fraction t. */
+static void gs_cubic_weights(float t, float w[4])
+{
+    const float a = -0.75f;
+    float d[4] = { t + 1.0f, t, 1.0f - t, 2.0f - t };
+    for (int k = 0; k < 4; k++) {
+        float v = d[k];
+        w[k] = v <= 1.0f ? ((a + 2.0f) * v - (a + 3.0f)) * v * v + 1.0f : ((a * v - 5.0f * a) * v + 8.0f * a) * v - 4.0f * a;
+    }
+}
+
+/* Bicubic: a plain loop per pixel (16 taps), all channels, batch item c->n. */
+static void gs_bicubic(const gs_ctx *c)
+{
+    const pvk_grid_sample_params *p = c->p;
+    const float *g = c->grid + c->n * c->npix * 2;
+    for (int64_t i = 0; i < c->npix; i++) {
+        float fx = denormalize(g[2 * i], p->w, p->align_corners);
+        float fy = denormalize(g[2 * i + 1], p->h, p->align_corners);
+        int64_t o[4][4];
+        float wx[4], wy[4];
+        bool nan = fx != fx || fy != fy;
+        if (!nan) {
+            fx = fminf(fmaxf(fx, -1e15f), 1e15f);
+            fy = fminf(fmaxf(fy, -1e15f), 1e15f);
+            float x0 = floorf(fx) - 1.0f, y0 = floorf(fy) - 1.0f;
+            gs_cubic_weights(fx - x0 - 1.0f, wx);
+            gs_cubic_weights(fy - y0 - 1.0f, wy);
+            for (int h = 0; h < 4; h++)
+                for (int w = 0; w < 4; w++) o[h][w] = pixel_offset(c, (int64_t)y0 + h, (int64_t)x0 + w);
+        }
+        for (int64_t ch = 0; ch < p->c; ch++) {
+            const float *plane = c->x + (c->n * p->c + ch) * p->h * p->w;
+            float v = 0.0f;
+            for (int h = 0; !nan && h < 4; h++) {
+                float row = 0.0f;
+                for (int w = 0; w < 4; w++) row += wx[w] * (o[h][w] >= 0 ? plane[o[h][w]] : 0.0f);
+                v += wy[h] * row;
+            }
+            c->y[(c->n * p->c + ch) * c->npix + i] = v;
+        }
+    }
+}
+
 void pvk_grid_sample_f32(pvc_pool *pool, const pvk_grid_sample_params *p, const float *x,
                          const float *grid, float *y, void *ws)
 {
@@ -331,6 +375,10 @@ void pvk_grid_sample_f32(pvc_pool *pool, const pvk_grid_sample_params *p, const 
     }
     int64_t nchunk = (c.npix + c.chunk - 1) / c.chunk;
     for (c.n = 0; c.n < p->n; c.n++) {
+        if (p->mode == PVK_GS_BICUBIC) {
+            gs_bicubic(&c);
+            continue;
+        }
         pvc_parallel_for(pool, c.npix, 1024, gs_plan_task, &c);
         pvc_parallel_for(pool, p->c * nchunk, 1, gs_apply_task, &c);
     }

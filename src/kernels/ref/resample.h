@@ -45,7 +45,7 @@ float  pvk_resize_source_coord(pvk_coord_mode m, float xr, float scale, int64_t 
 size_t pvk_resize_cubic_workspace(const pvk_resize_params *p);
 void   pvk_resize_cubic_f32(const pvk_resize_params *p, const float *x, float *y, void *ws);
 
-typedef enum { PVK_GS_BILINEAR, PVK_GS_NEAREST } pvk_gs_mode;
+typedef enum { PVK_GS_BILINEAR, PVK_GS_NEAREST, PVK_GS_BICUBIC } pvk_gs_mode;
 typedef enum { PVK_GS_ZEROS, PVK_GS_BORDER, PVK_GS_REFLECTION } pvk_gs_padding;
 
 typedef struct pvk_grid_sample_params {
@@ -58,7 +58,8 @@ typedef struct pvk_grid_sample_params {
 /* x [n, c, h, w], grid [n, ho, wo, 2] (x, y in [-1, 1]) -> y [n, c, ho, wo], float32.
  * Padding applies per source pixel (ONNX Runtime's rule): each of the four bilinear taps out
  * of the image is zero, clamped (border) or reflected. Nearest rounds half to even
- * (nearbyint). A NaN grid coordinate samples zero. ws: pvk_grid_sample_workspace bytes (a
+ * (nearbyint). Bicubic: 4 x 4 taps from floor - 1, cubic coefficient -0.75 (ONNX Runtime's),
+ * padding per tap as well. A NaN grid coordinate samples zero. ws: pvk_grid_sample_workspace bytes (a
  * per-pixel plan shared by all channels). */
 size_t pvk_grid_sample_workspace(const pvk_grid_sample_params *p);
 void   pvk_grid_sample_f32(pvc_pool *pool, const pvk_grid_sample_params *p, const float *x,
