@@ -16,7 +16,7 @@
  * while it runs and shows what the code does when it has them.
  *
  *   pv_gemm_bench [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T threads] [-q] [-g group]
- *                 [-S MxNxK]... [-x] [-c copies]
+ *                 [-S MxNxK]... [-x] [-c copies] [-e]
  *     -r  timed runs per point (default 5); the median is reported, and the best run beside it
  *         (on a box shared with other jobs the best run shows what the code does undisturbed)
  *     -v  only the variant with this name (see the table in kernels.h; "ref", "avx512_12x32"..)
@@ -30,12 +30,15 @@
  *     -x  the transformer sweep instead of the table: M = 192, 384, 768, 1536 tokens times the
  *         ViT-H linear layers, and the batched attention heads (M 192, N 192, K 80 and N 80,
  *         K 192, as one GEMM per head)
+ *     -e  packed rows: also with the epilogue of a transformer's linear layer (bias, the vector
+ *         GELU, a residual of C's shape), a second row per variant ("+ep")
  *     -c  packed and dnnl rows: cycle over this many copies of the weights (default 1), so
  *         that B comes from DRAM as it does in a network whose weights exceed the L3 cache
  * Each point is warmed up once; C is written with beta = 0. */
 #include "kernels/dnnl/matmul_dnnl.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/eltwise_simd.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -202,6 +205,7 @@ typedef struct runner {
     pvk_gemm_packed *pk;         /* packed */
     pvk_dnnl_matmul *dm;         /* dnnl */
     void *ws;
+    const pvk_gemm_epilogue *ep;        /* -e: packed rows run this epilogue */
     pvk_gemm_packed *pks[MAX_COPIES];   /* -c: the copies cycled over (pk, dm are the current one) */
     pvk_dnnl_matmul *dms[MAX_COPIES];
     int ncopies, next;
@@ -218,7 +222,7 @@ static void run_once(runner *r, pvc_pool *pool, const shape *s, const float *A, 
         int64_t lda = r->ta ? s->M : s->K, ldb = r->tb ? s->K : s->N;
         r->v->fn(pool, s->M, s->N, s->K, A, lda, r->ta, B, ldb, r->tb, C, s->N, 1.0f, 0.0f);
     } else if (r->pk) {
-        pvk_gemm_packed_run(r->pk, pool, s->M, A, s->K, C, s->N, 0.0f, NULL, NULL);
+        pvk_gemm_packed_run_ep(r->pk, pool, s->M, A, s->K, C, s->N, 0.0f, r->ep);
     } else if (pvk_dnnl_matmul_run(r->dm, A, NULL, C, r->ws) != PV_OK) {
         fprintf(stderr, "oneDNN matmul failed\n");
         exit(1);
@@ -282,6 +286,7 @@ int main(int argc, char **argv)
 {
     int runs = 5, nshapes = (int)PVC_COUNTOF(shapes);
     int only_shape = -1, tlo = 1, thi = 2, copies = 1, nuser = 0;
+    bool with_ep = false;
     shape user[MAX_USER_SHAPES];
     const shape *table = shapes;
     const char *only = NULL, *trans = "NN", *group = NULL;
@@ -293,6 +298,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) tlo = thi = atoi(argv[++i]) == 1 ? 1 : 2;
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) group = argv[++i];
         else if (!strcmp(argv[i], "-q")) nshapes = 2;
+        else if (!strcmp(argv[i], "-e")) with_ep = true;
         else if (!strcmp(argv[i], "-x")) { table = sweep; nshapes = (int)PVC_COUNTOF(sweep); }
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
             copies = atoi(argv[++i]);   /* not inside PVC_MIN: it evaluates its arguments twice */
@@ -307,7 +313,7 @@ int main(int argc, char **argv)
             user[nuser++] = (shape){ "custom        ", m, n, k };
         } else {
             fprintf(stderr, "usage: %s [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T 1|2] [-q] "
-                            "[-g plain|packed|dnnl] [-S MxNxK]... [-x] [-c copies]\n", argv[0]);
+                            "[-g plain|packed|dnnl] [-S MxNxK]... [-x] [-c copies] [-e]\n", argv[0]);
             return 2;
         }
     }
@@ -345,9 +351,9 @@ int main(int argc, char **argv)
         maxb = PVC_MAX(maxb, (size_t)(table[s].K * table[s].N));
         maxc = PVC_MAX(maxc, (size_t)(table[s].M * table[s].N));
     }
-    float *A = rand_buf(maxa), *B = rand_buf(maxb), *C = rand_buf(maxc);
+    float *A = rand_buf(maxa), *B = rand_buf(maxb), *C = rand_buf(maxc), *R = rand_buf(maxc);
     pvc_pool *pool2 = NULL;
-    if (!A || !B || !C || pvc_pool_create(2, &pool2) != PV_OK) { fprintf(stderr, "out of memory\n"); return 1; }
+    if (!A || !B || !C || !R || pvc_pool_create(2, &pool2) != PV_OK) { fprintf(stderr, "out of memory\n"); return 1; }
 
     printf("\n%-22s %-14s %-16s %3s %8s %6s %8s %6s %8s %6s %6s\n", "variant", "shape", "MxNxK", "thr",
            "median", "%peak", "best", "%peak", "percore", "%core", "%pair");
@@ -379,6 +385,14 @@ int main(int argc, char **argv)
             int kind = v->precision == PVC_PREC_BF16 ? PK_BF16 : isa_kind(v->isa);
             for (int t = tlo; t <= thi; t++)
                 print_row(name, kind, sh, t, bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs, kind));
+            if (with_ep) {   /* bias = B's first row, residual R: a buffer of C's size */
+                pvk_gemm_epilogue ep = { B, NULL, pvk_vec_selected()->unary[PVK_VU_GELU], R, sh->N };
+                r.ep = &ep;
+                snprintf(name, sizeof name, "packed %.12s+ep", v->name);
+                for (int t = tlo; t <= thi; t++)
+                    print_row(name, kind, sh, t, bench_point(&r, t == 1 ? NULL : pool2, sh, A, B, C, runs, kind));
+                r.ep = NULL;
+            }
             for (int c = 0; c < copies; c++) pvk_gemm_packed_free(r.pks[c]);
         }
         for (int prec = 0; g_dnnl && prec < 2; prec++) {
@@ -408,5 +422,6 @@ int main(int argc, char **argv)
     pvc_free_aligned(A);
     pvc_free_aligned(B);
     pvc_free_aligned(C);
+    pvc_free_aligned(R);
     return 0;
 }

@@ -73,8 +73,8 @@ pv_status pvk_gemm_packed_create(int64_t K, int64_t N, const float *B, int64_t l
  * M x N block is written. Several runs of one object may go on at once (it is read-only). */
 void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
                          float *C, int64_t ldc, float beta, const float *bias, const pvg_act *act);
-/* What a run does to C after the product, per C block right after its last K slice (while the
- * block is still in L1), in this order:
+/* What a run does to C after the product, per C chunk (rows of an M block x <= 512 KiB of
+ * columns) right after its last K slice, while the chunk is in L2, in this order:
  *   C = act(A B' + beta C + bias);  C = map(C);  C += residual
  * bias [N] or NULL; act NULL or none: nothing; map: an in-place row function such as the GELU
  * of kernels/ref/eltwise_simd.h (y may equal x), or NULL; residual [M, N] with row stride ldr,

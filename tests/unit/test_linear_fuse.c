@@ -6,7 +6,8 @@
  * made the expected number of Linear nodes. Chains the pass must leave alone are checked too
  * (an intermediate that is a graph output or read twice, a Gemm with nothing after it, a
  * non-constant weight). Residual shapes: Y's own (the epilogue), one that broadcasts into Y
- * ([N]) and one that widens Y ([2, M, N]). Also the op's errors: bad activation, K mismatch. */
+ * ([N]) and one that widens Y ([2, M, N]). Also the op's errors: bad activation, K mismatch.
+ * The pass is opt-in (PERCEIVE_LINEAR=1, set here). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -251,6 +252,7 @@ static void run_case(const lcase *c, pvc_precision prec)
 static void test_fused_vs_unfused(void **state)
 {
     (void)state;
+    setenv("PERCEIVE_LINEAR", "1", 1);   /* the pass is opt-in (passes.c) */
     for (size_t i = 0; i < PVC_COUNTOF(cases); i++) {
         uint64_t keep = rng;
         run_case(&cases[i], PVC_PREC_FP32);

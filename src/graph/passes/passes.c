@@ -284,8 +284,12 @@ pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st)
     if ((s = pvg_fuse_attention(g, &st->attn_fused)) != PV_OK) return s;
     /* GELU chains (passes/gelu.c), then Add/Sub/Mul/Div -> activation (passes/add_act.c) */
     if ((s = pvg_fuse_gelu(g, &st->gelu_fused)) != PV_OK) return s;
-    /* linear layers with their bias, GELU and residual (passes/linear.c), before add_act takes the Adds */
-    if (!getenv("PERCEIVE_NO_LINEAR") && (s = pvg_fuse_linear(g, &st->linear_fused)) != PV_OK) return s;
+    /* linear layers with their bias, GELU and residual (passes/linear.c), before add_act takes
+     * the Adds; opt-in (PERCEIVE_LINEAR=1): on vit4 fp32 it measured level with the separate
+     * passes on this Zen 5 box (BENCHMARKS.md, GEMM round) */
+    if (getenv("PERCEIVE_LINEAR") && !strcmp(getenv("PERCEIVE_LINEAR"), "1") &&
+        (s = pvg_fuse_linear(g, &st->linear_fused)) != PV_OK)
+        return s;
     if ((s = pvg_fuse_eltwise_act(g, &st->eltwise_act_fused)) != PV_OK) return s;
     return fuse_act(g, &st->act_fused);
 }
