@@ -22,8 +22,8 @@ static pv_status window_prepare(pvg_prep *p, double a0, double a1, double a2)
     window_params *w = p->params;
     int64_t n, cnt;
     if ((s = pvg_in_const_ints(p, 0, &n, 1, &cnt)) != PV_OK) return s;
-    if (n < 0 || n > (INT64_C(1) << 32))
-        return pvg_prep_fail(p, PV_EFORMAT, "input 'size'=%lld must be in [0, 2^32]", (long long)n);
+    if (n < 0 || n > (INT64_C(1) << 26))
+        return pvg_prep_fail(p, PV_EFORMAT, "input 'size'=%lld must be in [0, 2^26]", (long long)n);
     int64_t periodic;
     pv_dtype t;
     if ((s = pvg_attr_int(p, "periodic", 1, &periodic)) != PV_OK) return s;
