@@ -32,4 +32,4 @@ print(f"| {sys.argv[2]} | {sys.argv[3]} | {j['p50_ms']:.2f} | " + (f"{ort:.2f} |
 PY
   done
 done
-grep -h "^cpu:" "$OUT"/*.log | head -1 | sed 's/  precision:.*//'
+for t in $THREADS; do grep -h "^cpu:" "$OUT/matmul_f32.t$t.log" 2>/dev/null | sed 's/  precision:.*//'; done
