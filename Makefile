@@ -4,7 +4,7 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps run test test-asan test-release bench clean check-reference fuzz install
+.PHONY: all deps run test test-asan test-release bench clean check-reference fuzz install tsan
 
 all: $(BUILD)/Makefile
 	@$(MAKE) --no-print-directory -C $(BUILD) -j$(JOBS)
@@ -46,6 +46,16 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/fuzz/run.sh
+
+# ThreadSanitizer (RELIABILITY.md): the concurrency tests only (label tsan: test_concurrency; the
+# thread pool in test_core; serve: concurrent requests, streams, SIGTERM in flight), oneDNN off
+# (libgomp is not instrumented), only the targets they need. Suppressions: tests/tsan.supp.
+TSAN_BUILD ?= build-tsan
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERCEIVE_TSAN=ON -DPERCEIVE_DNNL=OFF $(CMAKE_ARGS)
+	$(MAKE) --no-print-directory -C $(TSAN_BUILD) -j$(JOBS) test_concurrency test_core serve_test perceive_cli
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+	    PV_SANITIZED=1 ctest --output-on-failure -R '^(test_concurrency|test_core|serve)$$'
 
 check-reference: all
 	./tools/gen/make_fixtures.sh
