@@ -3,12 +3,14 @@
 # and runs each for $FUZZ_SECONDS (default 60). Working corpora grow in $FUZZ_BUILD/corpus/<t>
 # (seeded from tests/fuzz/corpus/<t>, which is never written); crashes, leaks, UB reports and
 # broken contracts are saved as $FUZZ_BUILD/crashes/<t>-<kind>-<sha1>. Exits 1 if any target
-# found something. FUZZ_TARGETS="npy pcd" limits the run; FUZZ_JOBS runs that many at once.
+# found something. FUZZ_TARGETS="npy pcd" limits the run; FUZZ_JOBS runs that many at once;
+# FUZZ_RUNS=N stops each target after N executions (FUZZ_SECONDS still caps the time).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FUZZ_BUILD:-build-fuzz}
 secs=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-1}
+runs=${FUZZ_RUNS:--1}
 cc=${FUZZ_CC:-}
 cd "$root"
 
@@ -39,6 +41,7 @@ max_len() {
     case $1 in
         kitti|nuscenes|f16x5|params) echo 1024 ;;
         npz|input|serve_request) echo 8192 ;;
+        meteor_inputs|onnx) echo 8192 ;;
         *) echo 4096 ;;
     esac
 }
@@ -52,7 +55,7 @@ run_one() {
     [ -f "tests/fuzz/dict/$t.dict" ] && dict="-dict=tests/fuzz/dict/$t.dict"
     echo "== fuzz_$t for ${secs}s (max_len $(max_len "$t"))"
     # shellcheck disable=SC2086
-    if "$build/fuzz/fuzz_$t" -max_total_time="$secs" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
+    if "$build/fuzz/fuzz_$t" -max_total_time="$secs" -runs="$runs" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$build/crashes/$t-" $dict \
         "$build/corpus/$t" "tests/fuzz/corpus/$t" > "$build/fuzz_$t.log" 2>&1; then
         echo "   fuzz_$t: ok ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/fuzz_$t.log" | grep -o '[0-9]*$') runs, log $build/fuzz_$t.log)"
