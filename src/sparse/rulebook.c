@@ -116,9 +116,11 @@ size_t pvs_hash_scratch_bytes(int64_t n)
     return pvs_hash_table_bytes(n, 4) + (size_t)n * 27 * sizeof(int32_t);
 }
 
-/* The first bad site in site order (outside the shape, or a repeat), named as a serial scan
- * names it: the parallel insert only notices that there is one. Fills h. */
-static pv_status subm_bad_site(const char *fn, const pvs_sites *s, pvs_hash *h, void *scratch, pvc_msg *msg)
+/* Sites into the hash one after the other, each table row initialized; names the first bad
+ * site (outside the shape, or a repeat) in site order. The inline path, and the message of the
+ * parallel one (which only notices that there is a bad site). */
+static pv_status subm_insert_serial(const char *fn, const pvs_sites *s, pvs_hash *h, void *scratch, int32_t *nbr,
+                                    int32_t K, pvc_msg *msg)
 {
     pvs_hash_init(h, scratch, s->n, 4);
     for (int64_t q = 0; q < s->n; q++) {
@@ -128,8 +130,11 @@ static pv_status subm_bad_site(const char *fn, const pvs_sites *s, pvs_hash *h, 
         uint64_t *slot = pvs_hash_probe(h, key, (uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2]);
         if (*slot != PVS_HASH_FREE) return duplicate(fn, s, (int32_t)(uint32_t)*slot, q, msg);
         pvs_hash_put(slot, key, (int32_t)q);
+        int32_t *row = nbr + q * K;
+        for (int32_t k = (K - 1) / 2 + 1; k < K; k++) row[k] = -1;
+        row[(K - 1) / 2] = (int32_t)q;
     }
-    return pvc_fail(msg, PV_EINTERNAL, "%s: a bad site was reported and not found again", fn);
+    return PV_OK;
 }
 
 enum { PARTS_MAX = 64, PART_MIN = 2048 };   /* site ranges of the counting and emitting passes */
@@ -147,6 +152,7 @@ typedef struct subm_job {
     int64_t          part_len;   /* sites per part (the last may be shorter) */
     int64_t        (*cnt)[27];   /* per part: pairs per offset, then the part's first slot per offset */
     pvs_rulebook    *rb;
+    int64_t         *count;      /* inline only: lower-half pairs per offset, counted by the probe */
     int              bad;        /* set (atomically) when an insert meets a bad site */
 } subm_job;
 
@@ -211,7 +217,10 @@ static void subm_probe(void *ctx, int64_t begin, int64_t end, int tid)
                     v = sl == PVS_HASH_FREE ? -1 : (int32_t)(uint32_t)sl;
                 }
                 row[k] = v;
-                if (v >= 0) j->nbr[(int64_t)v * K + (K - 1 - k)] = (int32_t)q;
+                if (v >= 0) {
+                    j->nbr[(int64_t)v * K + (K - 1 - k)] = (int32_t)q;
+                    if (j->count) j->count[k]++;
+                }
             }
         }
     }
@@ -265,7 +274,7 @@ pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ks
     if (st != PV_OK) return st;
     const int64_t n = s->n;
     rb_reset(rb, ksize, K, n);
-    if (n < PAR_MIN_SITES) pool = NULL;
+    if (n < PAR_MIN_SITES || pvc_pool_threads(pool) < 2) pool = NULL;
 
     subm_job j = { .s = s, .K = K, .center = (K - 1) / 2, .rb = rb };
     pvs_hash_init(&j.h, scratch, n, 4);
@@ -278,18 +287,33 @@ pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ks
         j.off[k][2] = kz - ksize[2] / 2;
         j.delta[k] = ((int64_t)j.off[k][0] * Y + j.off[k][1]) * Z + j.off[k][2];
     }
-    pvc_parallel_for(pool, n, 1024, subm_insert, &j);
-    if (j.bad) return subm_bad_site(fn, s, &j.h, scratch, msg);
-    pvc_parallel_for(pool, n, 16 * SUBM_CHUNK, subm_probe, &j);
-
-    /* parts depend on n only: the lists come out the same for any pool */
-    int64_t cnt[PARTS_MAX][27], count[27] = { 0 };
-    int64_t parts = PVC_MAX(1, PVC_MIN((int64_t)PARTS_MAX, n / PART_MIN));
-    j.part_len = (n + parts - 1) / parts;
+    int64_t cnt[PARTS_MAX][27], count[27] = { 0 }, parts;
     j.cnt = cnt;
-    pvc_parallel_for(pool, parts, 1, subm_count, &j);
-    for (int64_t part = 0; part < parts; part++)
-        for (int32_t k = 0; k < K; k++) count[k] += cnt[part][k];
+    if (!pool) {
+        /* inline: serial insert, pairs counted while probing, one part (no extra pass over the
+         * table: the parallel path's count pass and compare-and-swap cost ~1.4x the CPU time) */
+        st = subm_insert_serial(fn, s, &j.h, scratch, j.nbr, K, msg);
+        if (st != PV_OK) return st;
+        j.count = count;
+        subm_probe(&j, 0, n, 0);
+        for (int32_t k = 0; k < j.center; k++) count[K - 1 - k] = count[k];
+        count[j.center] = n;
+        parts = 1;
+        j.part_len = PVC_MAX(n, 1);
+    } else {
+        pvc_parallel_for(pool, n, 1024, subm_insert, &j);
+        if (j.bad) {
+            st = subm_insert_serial(fn, s, &j.h, scratch, j.nbr, K, msg);
+            return st != PV_OK ? st : pvc_fail(msg, PV_EINTERNAL, "%s: a bad site was reported and not found again", fn);
+        }
+        pvc_parallel_for(pool, n, 16 * SUBM_CHUNK, subm_probe, &j);
+        /* parts depend on n only: the lists come out the same for any pool */
+        parts = PVC_MAX(1, PVC_MIN((int64_t)PARTS_MAX, n / PART_MIN));
+        j.part_len = (n + parts - 1) / parts;
+        pvc_parallel_for(pool, parts, 1, subm_count, &j);
+        for (int64_t part = 0; part < parts; part++)
+            for (int32_t k = 0; k < K; k++) count[k] += cnt[part][k];
+    }
     st = layout(fn, rb, count, msg);
     if (st != PV_OK) return st;
     int64_t next[27];
