@@ -23,9 +23,9 @@
  * Narrow layers (cin x cout <= DIRECT_MAX: BEVFusion's 4->16, 16->16, 16->32, 32->32, 32->64)
  * skip the gather and the GEMM: per offset, the direct kernel of kernels/spconv_pairs.h keeps
  * W[k] in registers and adds each pair's products straight into the block's rows (per busy
- * core on the 55k-site level set: 4->16 15 -> 66 GFLOP/s, 16->16 37 -> 62, 32->32 92 -> 144;
- * 64->64 and wider: no gain, the GEMMs there are big enough). PERCEIVE_SPCONV_DIRECT=N sets
- * the cin x cout limit (0: never), for A/B runs.
+ * core on the 55k-site level set: 4->16 3.4-4x the GEMM path, 16->16 to 32->32 1.5-2.7x;
+ * 64->64 equal, 64->128 20 % slower: the GEMMs there are big enough; BENCHMARKS.md, "sparse
+ * encoder"). PERCEIVE_SPCONV_DIRECT=N sets the cin x cout limit (0: never), for A/B runs.
  *
  * Block rows: the block's G + Y buffers are sized to BLOCK_BYTES, so small channel counts get
  * long blocks (fewer, larger GEMM calls) and 128 channels 512 rows; shorter blocks when that
