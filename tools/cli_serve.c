@@ -2,7 +2,10 @@
  * then stops accepting, finishes the requests in flight, closes the model and exits 0.
  *
  *   perceive serve MODEL [--host 127.0.0.1] [--port 8080] [--threads N] [--workers N]
- *                  [--max-body-mb N] [--queue N] [--max-connections N] [--weights DIR] [--strict] [--quiet]
+ *                  [--max-body-mb N] [--queue N] [--max-connections N] [--client-queue N]
+ *                  [--max-conn-per-ip N] [--drain-s S] [--body-timeout-s S] [--weights DIR] [--strict] [--quiet]
+ * SIGTERM drains (see pvsv_stop): the listening socket closes, /health says "draining" (503),
+ * requests still arriving on open connections are served for up to --drain-s seconds.
  */
 #include "perceive.h"
 #include "cli.h"
@@ -30,6 +33,10 @@ int cli_serve(int argc, char **argv)
         else if (!strcmp(a, "--workers") && v) { if (cli_parse_int(a, argv[++i], 1, 256, &n)) return 2; o.workers = (int)n; }
         else if (!strcmp(a, "--queue") && v) { if (cli_parse_int(a, argv[++i], 1, 100000, &n)) return 2; o.queue = (int)n; }
         else if (!strcmp(a, "--max-connections") && v) { if (cli_parse_int(a, argv[++i], 1, 65536, &n)) return 2; o.max_connections = (int)n; }
+        else if (!strcmp(a, "--client-queue") && v) { if (cli_parse_int(a, argv[++i], 1, 100000, &n)) return 2; o.client_queue = (int)n; }
+        else if (!strcmp(a, "--max-conn-per-ip") && v) { if (cli_parse_int(a, argv[++i], 0, 65536, &n)) return 2; o.max_conn_per_ip = (int)n; }
+        else if (!strcmp(a, "--body-timeout-s") && v) { if (cli_parse_int(a, argv[++i], 0, 86400, &n)) return 2; o.body_timeout_s = (double)n; }
+        else if (!strcmp(a, "--drain-s") && v) { if (cli_parse_int(a, argv[++i], 0, 3600, &n)) return 2; o.drain_s = (double)n; }
         else if (!strcmp(a, "--max-body-mb") && v) { if (cli_parse_int(a, argv[++i], 1, 4096, &n)) return 2; o.max_body_bytes = (size_t)n << 20; }
         else if (!strcmp(a, "--weights") && v) weights = argv[++i];
         else if (!strcmp(a, "--strict")) strict = 1;

@@ -28,21 +28,26 @@
  *                  other query key is a runtime param (pv_param; repeat box= for several hands).
  *                  200: pv_result_json.
  *   GET /info      pv_model_info_json + "server" {threads, workers, queue, max_body_mb, uptime_s}
- *   GET /health    {"status":"ok"}
+ *   GET /health    {"status":"ok"}; 503 {"status":"draining"} once pvsv_stop has begun
  *   GET /metrics   Prometheus text (requests by code, stage histograms, queue depth, inflight,
  *                  model load time)
  *   GET /          the viewer page (web/index.html): upload a file, see the result; GET
  *                  /viewer/<file> its script, style sheet and three.js (viewer.c)
  * Errors: {"error": message, "status": name}; 400 bad input (PV_EINPUT, PV_EFORMAT), 404, 405,
  * 413 body over max_body_bytes (from Content-Length before reading, and while reading), 415
- * unknown format or content type (PV_EUNSUPPORTED), 503 more than `queue` /predict requests
- * in flight (answered before the body is read) or the server is stopping, 500 only for
- * PV_EINTERNAL / PV_ENOMEM.
+ * unknown format or content type (PV_EUNSUPPORTED), 429 (+ Retry-After) the client already has
+ * client_queue /predict requests in flight, 503 (+ Retry-After) more than `queue` /predict
+ * requests in flight (both answered before the body is read), 500 only for PV_EINTERNAL /
+ * PV_ENOMEM.
+ * Streams: the X-Perceive-Stream header is the stream.id param when the query has none.
  *
  * Concurrency: libmicrohttpd runs one thread per connection (at most max_connections); a
- * /predict request holds an admission slot (of `queue`) from its headers to its response, and
- * runs the model while holding one of `workers` worker slots, so pre-processing of one
- * request can overlap another's engine stage inside pv_model_run.
+ * /predict request is checked for admission at its headers (refused before its body is read)
+ * and holds an admission slot (of `queue`, at most client_queue per client) from its complete
+ * body to its response, so slow uploads hold none; it runs the model while holding one of
+ * `workers` worker slots, given in turn to the waiting clients with the fewest running (fair
+ * between clients), so pre-processing of one request can overlap another's engine stage
+ * inside pv_model_run.
  */
 #ifndef PVSV_SERVE_H
 #define PVSV_SERVE_H
@@ -58,7 +63,15 @@ typedef struct pvsv_options {
     int         port;            /* 0: ephemeral (see pvsv_port) */
     int         workers;         /* concurrent pv_model_run calls (>= 1) */
     int         queue;           /* /predict requests in flight (waiting + running) before 503 */
-    int         max_connections; /* open connections (0: queue + workers + 16) */
+    int         max_connections; /* open connections (0: queue + workers + 1024, so that hundreds of
+                                  * slow clients cannot lock /health out) */
+    int         client_queue;    /* /predict requests one client may have in flight before 429
+                                  * (0: half the queue, at least 1); the client is the
+                                  * X-Perceive-Client header (nginx sets it) or the peer address */
+    int         max_conn_per_ip; /* open connections from one address (0: no limit) */
+    double      drain_s;         /* pvsv_stop: how long open connections may still bring requests */
+    double      body_timeout_s;  /* a /predict body must arrive within this long after its headers,
+                                  * however it trickles (0: no limit); else the connection closes */
     size_t      max_body_bytes;  /* request body limit (413 above) */
     int         model_threads;   /* reported in /info: the threads the model was opened with */
     double      model_load_s;    /* reported in /info and /metrics */
@@ -73,8 +86,12 @@ pvsv_options pvsv_defaults(void);
  * message names the option), PV_EINTERNAL with the reason when the socket cannot be bound. */
 pv_status pvsv_start(pv_model *m, const pvsv_options *opt, pvsv_server **out);
 int       pvsv_port(const pvsv_server *s);
-/* Graceful stop: new connections are refused, new /predict requests get 503, in-flight ones
- * run to completion and their responses are sent; then the daemon stops. Idempotent. */
+/* Graceful stop (drain, for rolling restarts behind a balancer): the listening socket is closed
+ * at once (new connections are refused, so a balancer tries another replica with nothing sent),
+ * /health answers 503 "draining"; requests on connections already open are still served, each
+ * answered with Connection: close; once no request is in flight and no connection is open (or
+ * drain_s has passed, after which new requests get 503), in-flight requests finish and the
+ * daemon stops. Idempotent. */
 void      pvsv_stop(pvsv_server *s);
 void      pvsv_free(pvsv_server *s);   /* stops first if needed; accepts NULL */
 

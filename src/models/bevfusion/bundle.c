@@ -375,6 +375,12 @@ static pv_status stage_pre(pvm_bevfusion *m, const pvm_bevfusion_frame_in *in, p
     res->num_points = pts.n;
     res->num_dropped_points = pts.dropped_nonfinite;
     res->sweeps_used = pts.sweeps_used;
+    if (in->stream) {
+        res->stream = true;
+        res->stream_started = pts.stream_started;
+        res->stream_reset = in->stream->reset;
+        snprintf(res->stream_id, sizeof res->stream_id, "%s", in->stream->id);
+    }
     res->num_voxels = v->n;
     res->num_points_out_of_range = v->points_out_of_range;
     res->t_pre = t1 - t0;

@@ -53,6 +53,9 @@ typedef struct pvm_bevfusion_result {
     int64_t num_points_out_of_range;
     int64_t num_voxels;
     int     sweeps_used;
+    bool    stream;                       /* a stream frame: meta.stream {id, started, reset} */
+    bool    stream_started, stream_reset;
+    char    stream_id[PVM_BF_STREAM_ID_MAX + 1];
     double  t_pre, t_voxelize, t_sparse, t_dense, t_post, t_total;   /* ms */
     double  t_wait;                       /* ms waiting for a slot or a stage lock */
     double  t_decode;                     /* ms decoding the input files (set by the API layer) */

@@ -343,6 +343,7 @@ static pv_status stream_frame(pvm_bevfusion_streams *s, const pvm_bevfusion_stre
         slot->cap = cap;
     }
     if (si->reset) e->count = 0;
+    out->stream_started = e->count == 0;
 
     bool full = false;
     for (int i = 0; i < e->count; i++) {
@@ -373,6 +374,7 @@ static void points_clear(pvm_bevfusion_points *out)
     out->n = 0;
     out->dropped_nonfinite = out->dropped_capacity = 0;
     out->sweeps_used = out->sweeps_dropped = 0;
+    out->stream_started = false;
 }
 
 pv_status pvm_bevfusion_points_build(pvm_bevfusion_streams *s, const pvm_bevfusion_frame_in *in,

@@ -132,6 +132,9 @@ typedef struct pvm_bevfusion_points {
     int64_t dropped_capacity;        /* finite rows of the sweeps dropped for capacity */
     int     sweeps_used;             /* sweeps in xyzt, the current one included */
     int     sweeps_dropped;          /* sweeps dropped for capacity */
+    bool    stream_started;          /* stream mode: no cached frame was used (an id this cache
+                                      * has not seen, or evicted, or reset): the stream starts
+                                      * here, e.g. on a replica it was moved to */
 } pvm_bevfusion_points;
 
 typedef struct pvm_bevfusion_streams pvm_bevfusion_streams;   /* opaque, thread-safe */

@@ -82,6 +82,15 @@ char *pvm_bevfusion_result_json(const pvm_bevfusion *m, const pvm_bevfusion_resu
     add(meta, "num_points_out_of_range", num_i(r->num_points_out_of_range));
     add(meta, "num_voxels", num_i(r->num_voxels));
     add(meta, "sweeps", num_i(r->sweeps_used));
+    if (r->stream) {
+        /* started: no earlier frame of this id was used (new here, evicted or reset), so a client
+         * knows when a stream was moved to another replica or lost its state */
+        cJSON *st = cJSON_CreateObject();
+        add(st, "id", cJSON_CreateString(r->stream_id));
+        add(st, "started", cJSON_CreateBool(r->stream_started));
+        add(st, "reset", cJSON_CreateBool(r->stream_reset));
+        add(meta, "stream", st);
+    }
     cJSON *sp = cJSON_CreateObject(), *act = cJSON_CreateArray();
     for (int l = 0; act && l < r->enc.nlevels; l++) cJSON_AddItemToArray(act, num_i(r->enc.active[l]));
     add(sp, "active", act);
