@@ -331,7 +331,9 @@ static bool parse_json(pvsv_predict *p, const char *dflt_fmt, const void *body, 
             return false;
         }
     if (!root) {
-        const char *at = cJSON_GetErrorPtr();
+        /* end, not cJSON_GetErrorPtr(): that is one global for every thread (a race between
+         * workers parsing at once); on failure cJSON sets end to the error's position */
+        const char *at = end;
         size_t off = at && at >= (const char *)body && at <= (const char *)body + len ? (size_t)(at - (const char *)body) : len;
         pvsv_reply_error(r, 400, "PV_EINPUT", "request JSON does not parse (near byte %zu of %zu)", off, len);
         return false;

@@ -391,9 +391,11 @@ static pv_status param_text(const cJSON *e, char *buf, size_t cap, const char *k
 /* base: the manifest's folder (NULL: no path, files refused); read_files false only checks. */
 static pv_status parse_manifest(frame_ctx *x, const pv_input *in, bool read_files, pvc_msg *msg)
 {
-    cJSON *root = cJSON_ParseWithLength(in->data, in->len);
+    /* the error position from end, not cJSON_GetErrorPtr() (one global for every thread) */
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(in->data, in->len, &end, false);
     if (!root) return pvc_fail(msg, PV_EFORMAT, "manifest: not valid JSON (near byte %td of %zu)",
-                               cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - (const char *)in->data : 0, in->len);
+                               end ? end - (const char *)in->data : 0, in->len);
     char base[4096], *basep = NULL;
     if (in->path) {
         (void)pv_pathf(base, sizeof base, "%s", in->path);
