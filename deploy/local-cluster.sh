@@ -12,14 +12,14 @@
 #   deploy/local-cluster.sh start I           start replica I again (after kill)
 #
 # Environment: PERCEIVE (the binary; build/perceive), PERCEIVE_CLUSTER_DIR (the run dir with
-# nginx.conf, pid files, logs; default ${TMPDIR:-/tmp}/perceive-cluster), NGINX (nginx binary).
+# nginx.conf, pid files, logs; default ${TMPDIR:-/tmp}/perceive-cluster), PERCEIVE_NGINX (the nginx binary; nginx itself reads NGINX).
 # Nothing runs as root that need not: every file is under the run dir.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 run=${PERCEIVE_CLUSTER_DIR:-${TMPDIR:-/tmp}/perceive-cluster}
 perceive=${PERCEIVE:-$src/build/perceive}
-nginx=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+nginx=${PERCEIVE_NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
 
@@ -71,11 +71,13 @@ stop_pid() {   # PIDFILE WORD SIGNAL SECONDS
 }
 
 render() {
-    servers="" routes=""
+    servers="" sservers="" routes=""
     r=1
     while [ "$r" -le "$N" ]; do
         p=$((PORT + r))
         servers="$servers        server 127.0.0.1:$p max_fails=1 fail_timeout=3s;
+"
+        sservers="$sservers        server 127.0.0.1:$p max_fails=0;
 "
         routes="$routes        location = /replica/$r/metrics { proxy_pass http://127.0.0.1:$p/metrics; }
         location = /replica/$r/health { proxy_pass http://127.0.0.1:$p/health; }
@@ -84,8 +86,9 @@ render() {
     done
     user_line=""
     [ "$(id -u)" = 0 ] && user_line="user root;"   # workers keep access to the run dir
-    SERVERS=$servers ROUTES=$routes awk -v run="$run" -v listen="127.0.0.1:$PORT" -v user="$user_line" -v mb="$MAX_BODY_MB" '
+    SERVERS=$servers STREAM_SERVERS=$sservers ROUTES=$routes awk -v run="$run" -v listen="127.0.0.1:$PORT" -v user="$user_line" -v mb="$MAX_BODY_MB" '
         /^@SERVERS@$/ { printf "%s", ENVIRON["SERVERS"]; next }
+        /^@STREAM_SERVERS@$/ { printf "%s", ENVIRON["STREAM_SERVERS"]; next }
         /^@REPLICA_ROUTES@$/ { printf "%s", ENVIRON["ROUTES"]; next }
         /^@USER_LINE@$/ { print user; next }
         { gsub(/@RUN_DIR@/, run); gsub(/@LISTEN@/, listen); gsub(/@MAX_BODY_MB@/, mb); print }
@@ -132,7 +135,9 @@ EOS
             { echo "local-cluster: replica $i did not become healthy; its log:" >&2; tail -5 "$run/replica-$i.log" >&2; cmd_down; exit 1; }
         i=$((i + 1))
     done
-    "$nginx" -p "$run" -c "$run/nginx.conf" -e "$run/nginx-error.log" || { cmd_down; die "nginx did not start"; }
+    # nginx's own output to a file: a daemon holding the caller's pipes open would hang `$(...)`
+    "$nginx" -p "$run" -c "$run/nginx.conf" -e "$run/nginx-error.log" > "$run/nginx.out" 2>&1 < /dev/null ||
+        { cat "$run/nginx.out" >&2; cmd_down; die "nginx did not start"; }
     wait_health "$PORT" 10 "$run/nginx.pid" nginx || { cmd_down; die "nginx does not answer on $PORT"; }
     echo "local-cluster: $N replica(s) of $MODEL behind http://127.0.0.1:$PORT (run dir $run)"
 }

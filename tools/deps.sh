@@ -28,6 +28,14 @@ for p in node:nodejs npm:npm chromium:chromium; do
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$p" ||
     echo "deps: $p could not be installed: the viewer is built without it / its test skips" >&2
 done
+# nginx for the scale-out test (tests/serve/cluster_test.py, deploy/local-cluster.sh): optional,
+# the test skips without it.
+if ! command -v nginx >/dev/null && ! [ -x /usr/sbin/nginx ]; then
+  echo "deps: installing nginx-light (optional: the scale-out test)" >&2
+  { [ -n "${updated:-}" ] || $SUDO apt-get update -qq; } && updated=1 &&
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx-light ||
+    echo "deps: nginx-light could not be installed: the scale-out test skips" >&2
+fi
 WEB="$(dirname "$0")/../web"
 if command -v npm >/dev/null && ! [ "$WEB/node_modules/.package-lock.json" -nt "$WEB/package-lock.json" ]; then
   (cd "$WEB" && npm ci --no-audit --no-fund --loglevel=error) ||
