@@ -300,6 +300,7 @@ pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ks
         count[j.center] = n;
         parts = 1;
         j.part_len = PVC_MAX(n, 1);
+        memcpy(cnt[0], count, sizeof count);
     } else {
         pvc_parallel_for(pool, n, 1024, subm_insert, &j);
         if (j.bad) {
