@@ -101,7 +101,8 @@ typedef struct pvm_bf_encoder_stats {
     double  rulebook_ms, conv_ms, scatter_ms;
 } pvm_bf_encoder_stats;
 
-/* precision BF16: the gathered GEMMs of the wide layers run in bf16 (see wk). */
+/* precision BF16 and PERCEIVE_SPARSE_BF16=1: the gathered GEMMs of the wide layers run in bf16
+ * (see wk); otherwise the encoder is fp32 (bf16 there fails the bundle's bf16 gate today). */
 pv_status pvm_bf_runner_init(pvm_bf_runner *r, const pvm_bf_encoder *e, int64_t max_voxels, int threads,
                              pvc_precision precision, pvc_msg *msg);
 void      pvm_bf_runner_free(pvm_bf_runner *r);
