@@ -26,6 +26,7 @@ struct pvsv_server {
     int                inflight;    /* admitted /predict requests not yet completed */
     int                waiting;     /* admitted, body read, waiting for a worker slot */
     int                running;     /* holding a worker slot */
+    int                sending;     /* answered /predict requests whose reply is not yet sent */
     bool               stopping;    /* draining: /health 503, replies close their connection */
     bool               refusing;    /* drain time is over: new /predict requests get 503 */
     bool               stopped;
@@ -44,6 +45,7 @@ enum { ROUTE_PREDICT, ROUTE_INFO, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_ASSET, ROUT
 typedef struct req {
     int        route;
     bool       admitted;        /* holds an inflight slot (and one of its client's) */
+    bool       sending;         /* counted in s->sending until libmicrohttpd is done with it */
     char       client[CLIENT_KEY];
     bool       failed;          /* reply is an error decided while reading; the body is drained */
     bool       timed_out;       /* the body took longer than body_timeout_s: close the connection */
@@ -56,7 +58,7 @@ typedef struct req {
 pvsv_options pvsv_defaults(void)
 {
     return (pvsv_options){ .host = "127.0.0.1", .port = 8080, .workers = 2, .queue = 16, .max_connections = 0, .client_queue = 0,
-                           .max_conn_per_ip = 0, .drain_s = 10, .body_timeout_s = 60, .max_body_bytes = (size_t)64 << 20, .model_threads = 0,
+                           .max_conn_per_ip = 0, .drain_s = 30, .body_timeout_s = 60, .max_body_bytes = (size_t)64 << 20, .model_threads = 0,
                            .model_load_s = 0, .quiet = 0 };
 }
 
@@ -356,6 +358,8 @@ static void release(pvsv_server *s, req *rq)
     if (cl && cl->n && !strcmp(cl->key, rq->client)) cl->n--;
     s->inflight--;
     rq->admitted = false;
+    rq->sending = true;   /* pvsv_stop must not close the connection under the reply */
+    s->sending++;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -431,6 +435,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     req *rq = *con_cls;
     if (!rq) return;
     release(s, rq);
+    if (rq->sending) {
+        pthread_mutex_lock(&s->mu);
+        s->sending--;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
     pvc_free(rq->body);
     pvc_free(rq->reply.body);
     pvc_free(rq);
@@ -533,7 +543,7 @@ void pvsv_stop(pvsv_server *s)
     }
     pthread_mutex_lock(&s->mu);
     s->refusing = true;
-    while (s->inflight > 0) pthread_cond_wait(&s->cv, &s->mu);
+    while (s->inflight > 0 || s->sending > 0) pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     MHD_stop_daemon(s->d);
     s->d = NULL;

@@ -268,7 +268,7 @@ def main():
     nonce = "%d%d" % (os.getpid(), random.randint(0, 9999))
     frames = [family_frames(f) for f in range(NFAMILIES)]
     t_start = time.time()
-    out = cluster(script, env, "up", "3", str(base), "bevfusion", "--", "--quiet", "--threads", "1", "--drain-s", "10",
+    out = cluster(script, env, "up", "3", str(base), "bevfusion", "--", "--quiet", "--threads", "1", "--drain-s", "30",
                   "--client-queue", "16")   # all of the test's traffic is one client (127.0.0.1)
     print(out.strip(), "(%.1f s)" % (time.time() - t_start), flush=True)
     if failures:
