@@ -228,9 +228,11 @@ def main():
         finally:
             p.send_signal(signal.SIGTERM)
             try:
-                p.wait(timeout=60)
+                rc = p.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 p.kill()
+                rc = -1
+            check(rc == 0, "server exit status %d (a sanitizer report exits non-zero)" % rc)
     test_drain(perceive)
     print("%d failures" % len(failures))
     return 1 if failures else 0
