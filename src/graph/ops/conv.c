@@ -118,6 +118,27 @@ pv_status pvg_conv_check_bias(pvg_prep *p, int64_t cout)
     return PV_OK;
 }
 
+pv_status pvg_conv_out_dims(pvg_prep *p, const pvc_tensor *X, pvg_conv_attrs *a, int64_t *odims)
+{
+    for (int i = 0; i < a->nsp; i++) {
+        int64_t in = X->dims[2 + i], s_ = a->stride[i], ek = (a->k[i] - 1) * a->dil[i] + 1, o;
+        if (a->auto_pad == PVG_PAD_SAME_UPPER || a->auto_pad == PVG_PAD_SAME_LOWER) {
+            o = (in + s_ - 1) / s_;
+            int64_t total = PVC_MAX(0, (o - 1) * s_ + ek - in);
+            a->pad_begin[i] = a->auto_pad == PVG_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            a->pad_end[i] = total - a->pad_begin[i];
+        } else {
+            int64_t span = in + a->pad_begin[i] + a->pad_end[i];
+            if (span < ek)
+                return pvg_prep_fail(p, PV_EFORMAT, "spatial dim %d: padded input %lld is smaller than the dilated kernel %lld",
+                                     i, (long long)span, (long long)ek);
+            o = (span - ek) / s_ + 1;
+        }
+        odims[2 + i] = o;
+    }
+    return PV_OK;
+}
+
 int64_t pvg_conv_slice(int64_t rows, int64_t pixels)
 {
     int64_t slice = rows * pixels <= PVG_CONV_COL_CAP ? pixels : PVC_MAX(64, PVG_CONV_COL_CAP / PVC_MAX(rows, 1));
@@ -139,22 +160,7 @@ static pv_status conv_prepare(pvg_prep *p)
     if ((s = pvg_conv_check_bias(p, cout)) != PV_OK) return s;
 
     int64_t odims[5] = { X->dims[0], cout };
-    for (int i = 0; i < nsp; i++) {
-        int64_t in = X->dims[2 + i], s_ = a.stride[i], ek = (a.k[i] - 1) * a.dil[i] + 1, o;
-        if (a.auto_pad == PVG_PAD_SAME_UPPER || a.auto_pad == PVG_PAD_SAME_LOWER) {
-            o = (in + s_ - 1) / s_;
-            int64_t total = PVC_MAX(0, (o - 1) * s_ + ek - in);
-            a.pad_begin[i] = a.auto_pad == PVG_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-            a.pad_end[i] = total - a.pad_begin[i];
-        } else {
-            int64_t span = in + a.pad_begin[i] + a.pad_end[i];
-            if (span < ek)
-                return pvg_prep_fail(p, PV_EFORMAT, "spatial dim %d: padded input %lld is smaller than the dilated kernel %lld",
-                                     i, (long long)span, (long long)ek);
-            o = (span - ek) / s_ + 1;
-        }
-        odims[2 + i] = o;
-    }
+    if ((s = pvg_conv_out_dims(p, X, &a, odims)) != PV_OK) return s;
     pvg_out_set(p, 0, X->dtype, X->rank, odims);
 
     memset(c, 0, sizeof *c);

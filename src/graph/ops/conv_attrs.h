@@ -25,6 +25,11 @@ pv_status pvg_conv_attrs_read(pvg_prep *p, int nsp, const int64_t *wk, pvg_conv_
  * X's rank - 2. what names the operator in the rank message ("convolutions"). */
 pv_status pvg_conv_prepare_inputs(pvg_prep *p, const char *what, pvg_conv_attrs *a);
 
+/* Output spatial dims of a convolution of X (rank 2 + a->nsp) into odims[2..]; SAME_* pads are
+ * resolved into a->pad_begin / pad_end. Fails when a padded input is smaller than the dilated
+ * kernel. */
+pv_status pvg_conv_out_dims(pvg_prep *p, const pvc_tensor *X, pvg_conv_attrs *a, int64_t *odims);
+
 /* B (input 2), when given, must be 1-D of size cout. */
 pv_status pvg_conv_check_bias(pvg_prep *p, int64_t cout);
 

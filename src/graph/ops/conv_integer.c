@@ -79,21 +79,7 @@ static pv_status qconv_prepare(pvg_prep *p, bool qlinear)
     }
 
     int64_t odims[5] = { X->dims[0], cout };
-    for (int i = 0; i < nsp; i++) {
-        int64_t in = X->dims[2 + i], st = a.stride[i], ek = (a.k[i] - 1) * a.dil[i] + 1, o;
-        if (a.auto_pad == PVG_PAD_SAME_UPPER || a.auto_pad == PVG_PAD_SAME_LOWER) {
-            o = (in + st - 1) / st;
-            int64_t total = PVC_MAX(0, (o - 1) * st + ek - in);
-            a.pad_begin[i] = a.auto_pad == PVG_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-        } else {
-            int64_t span = in + a.pad_begin[i] + a.pad_end[i];
-            if (span < ek)
-                return pvg_prep_fail(p, PV_EFORMAT, "spatial dim %d: padded input %lld is smaller than the dilated kernel %lld",
-                                     i, (long long)span, (long long)ek);
-            o = (span - ek) / st + 1;
-        }
-        odims[2 + i] = o;
-    }
+    if ((s = pvg_conv_out_dims(p, X, &a, odims)) != PV_OK) return s;
     pvg_out_set(p, 0, c->yt, X->rank, odims);
     pvg_conv_geom_init(&a, &c->g);
     for (int i = 0; i < nsp; i++) {

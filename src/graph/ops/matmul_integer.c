@@ -7,19 +7,16 @@
  * a_zero_point: one value or one per row of A (MatMulInteger); b_zero_point and b_scale: one
  * value or one per column of B. A constant 2-D B (with constant zero points) is packed once in
  * prepare for the fast kernel (kernels/ref/quant.h); otherwise the kernel packs per call. */
+#include "graph/ops/mm_geom.h"
 #include "graph/ops/qparams.h"
 #include "kernels/ref/quant.h"
 
 #include <string.h>
 
-#define QM_MAXB (PV_MAX_RANK - 2)
 #define U8S8 ((1u << PV_U8) | (1u << PV_I8))
 
 typedef struct qmm_params {
-    int64_t M, N, K, nbatch;
-    int     brank;
-    int64_t bdims[QM_MAXB], astr[QM_MAXB], bstr[QM_MAXB];   /* in matrices; 0 = broadcast */
-    bool    fold;             /* B unbatched, A fully batched, one zero point for A: one tall GEMM */
+    pvg_mm_geom g;            /* g.fold also needs one zero point for A: one tall GEMM */
     bool    qlinear;          /* QLinearMatMul */
     int     ia, ib, iza, izb; /* input indexes of A, B and their zero points (-1 none) */
     int64_t nza, nzb, nbs;    /* zero point / b_scale counts (1 or M / N) */
@@ -34,40 +31,7 @@ static size_t a64(size_t v) { return (v + 63) & ~(size_t)63; }
 
 static pv_status shapes(pvg_prep *p, qmm_params *m, int64_t *odims, int *orank)
 {
-    const pvc_tensor *A = &p->in[m->ia], *B = &p->in[m->ib];
-    if (A->rank < 1 || B->rank < 1)
-        return pvg_prep_fail(p, PV_EFORMAT, "operands must have rank >= 1 (got %d and %d)", A->rank, B->rank);
-    m->M = A->rank == 1 ? 1 : A->dims[A->rank - 2];
-    m->K = A->dims[A->rank - 1];
-    int64_t kb = B->rank == 1 ? B->dims[0] : B->dims[B->rank - 2];
-    m->N = B->rank == 1 ? 1 : B->dims[B->rank - 1];
-    if (kb != m->K)
-        return pvg_prep_fail(p, PV_EFORMAT, "inner dims differ: A has K=%lld, B has K=%lld", (long long)m->K, (long long)kb);
-    int ra = PVC_MAX(A->rank - 2, 0), rb = PVC_MAX(B->rank - 2, 0);
-    m->brank = PVC_MAX(ra, rb);
-    int64_t an = 1, bn = 1, as = 1, bs = 1;
-    m->nbatch = 1;
-    for (int d = m->brank - 1; d >= 0; d--) {
-        int ia = d - (m->brank - ra), ib = d - (m->brank - rb);
-        int64_t da = ia >= 0 ? A->dims[ia] : 1, db = ib >= 0 ? B->dims[ib] : 1;
-        if (da != db && da != 1 && db != 1)
-            return pvg_prep_fail(p, PV_EFORMAT, "batch dims do not broadcast: %lld vs %lld", (long long)da, (long long)db);
-        m->bdims[d] = da == 1 ? db : da;
-        m->astr[d] = da == 1 ? 0 : as;
-        m->bstr[d] = db == 1 ? 0 : bs;
-        as *= da;
-        bs *= db;
-        an *= da;
-        bn *= db;
-        m->nbatch *= m->bdims[d];
-        odims[d] = m->bdims[d];
-    }
-    int r = m->brank;
-    if (A->rank > 1) odims[r++] = m->M;
-    if (B->rank > 1) odims[r++] = m->N;
-    *orank = r;
-    m->fold = bn == 1 && an == m->nbatch;
-    return PV_OK;
+    return pvg_mm_geom_infer(p, &p->in[m->ia], &p->in[m->ib], &m->g, odims, orank);
 }
 
 static pv_status qmm_prepare(pvg_prep *p, bool qlinear)
@@ -94,16 +58,16 @@ static pv_status qmm_prepare(pvg_prep *p, bool qlinear)
     int64_t one;
     m->nza = m->nzb = m->nbs = 1;
     if (m->iza >= 0 &&
-        (s = pvg_qparam_check(p, m->iza, "a_zero_point", 1u << p->in[m->ia].dtype, qlinear ? 0 : m->M, &m->nza)) != PV_OK)
+        (s = pvg_qparam_check(p, m->iza, "a_zero_point", 1u << p->in[m->ia].dtype, qlinear ? 0 : m->g.M, &m->nza)) != PV_OK)
         return s;
-    if (m->izb >= 0 && (s = pvg_qparam_check(p, m->izb, "b_zero_point", 1u << p->in[m->ib].dtype, m->N, &m->nzb)) != PV_OK)
+    if (m->izb >= 0 && (s = pvg_qparam_check(p, m->izb, "b_zero_point", 1u << p->in[m->ib].dtype, m->g.N, &m->nzb)) != PV_OK)
         return s;
-    if (m->nza > 1 && m->M == 1) m->nza = 1;
-    if (m->nza > 1) m->fold = false;   /* per-row zero points repeat per batch */
+    if (m->nza > 1 && m->g.M == 1) m->nza = 1;
+    if (m->nza > 1) m->g.fold = false;   /* per-row zero points repeat per batch */
     m->yt = PV_I32;
     if (qlinear) {
         if ((s = pvg_qparam_check(p, 1, "a_scale", 1u << PV_F32, 0, &one)) != PV_OK ||
-            (s = pvg_qparam_check(p, 4, "b_scale", 1u << PV_F32, m->N, &m->nbs)) != PV_OK ||
+            (s = pvg_qparam_check(p, 4, "b_scale", 1u << PV_F32, m->g.N, &m->nbs)) != PV_OK ||
             (s = pvg_qparam_check(p, 6, "y_scale", 1u << PV_F32, 0, &one)) != PV_OK ||
             (s = pvg_qparam_check(p, 7, "y_zero_point", U8S8, 0, &one)) != PV_OK)
             return s;
@@ -114,23 +78,23 @@ static pv_status qmm_prepare(pvg_prep *p, bool qlinear)
     pvg_out_set(p, 0, m->yt, orank, odims);
 
     const pvc_tensor *B = &p->in[m->ib];
-    int64_t rows = m->fold ? m->nbatch * m->M : m->M;
+    int64_t rows = m->g.fold ? m->g.nbatch * m->g.M : m->g.M;
     bool bconst = B->data && (m->izb < 0 || p->in[m->izb].data);
-    if (pvk_qgemm_fast() && bconst && B->rank == 2 && m->K > 0 && m->N > 0) {
-        m->packed_mem = pvc_malloc_aligned(pvk_qpack_bytes(m->K, m->N));
-        if (!m->packed_mem) return pvg_prep_fail(p, PV_ENOMEM, "packing B (%lld x %lld)", (long long)m->K, (long long)m->N);
+    if (pvk_qgemm_fast() && bconst && B->rank == 2 && m->g.K > 0 && m->g.N > 0) {
+        m->packed_mem = pvc_malloc_aligned(pvk_qpack_bytes(m->g.K, m->g.N));
+        if (!m->packed_mem) return pvg_prep_fail(p, PV_ENOMEM, "packing B (%lld x %lld)", (long long)m->g.K, (long long)m->g.N);
         int32_t zb[1];
-        int32_t *zbs = m->nzb > 1 ? pvc_malloc(sizeof(int32_t) * (size_t)m->N) : zb;
+        int32_t *zbs = m->nzb > 1 ? pvc_malloc(sizeof(int32_t) * (size_t)m->g.N) : zb;
         if (!zbs) return pvg_prep_fail(p, PV_ENOMEM, "b_zero_point");
         pvg_qzp_read(m->izb >= 0 ? &p->in[m->izb] : &(pvc_tensor){ .rank = -1 }, m->nzb, zbs);
-        pvk_qmat bm = { B->data, B->dtype, m->N, zbs, m->nzb };
-        pvk_qpack_b(NULL, m->K, m->N, &bm, m->packed_mem, &m->packed);
+        pvk_qmat bm = { B->data, B->dtype, m->g.N, zbs, m->nzb };
+        pvk_qpack_b(NULL, m->g.K, m->g.N, &bm, m->packed_mem, &m->packed);
         if (zbs != zb) pvc_free(zbs);
         p->consumed = 1u << m->ib;   /* run reads the packed copy only */
     }
-    m->ws_gemm = pvk_qgemm_ws(rows, m->N, m->K, m->packed_mem != NULL);
+    m->ws_gemm = pvk_qgemm_ws(rows, m->g.N, m->g.K, m->packed_mem != NULL);
     p->workspace = a64(sizeof(int32_t) * (size_t)(m->nza + m->nzb)) + a64(sizeof(float) * (size_t)m->nbs) +
-                   (qlinear ? a64(sizeof(int32_t) * (size_t)(rows * m->N)) : 0) + m->ws_gemm;
+                   (qlinear ? a64(sizeof(int32_t) * (size_t)(rows * m->g.N)) : 0) + m->ws_gemm;
     return PV_OK;
 }
 
@@ -147,11 +111,11 @@ static pv_status prep_QLinearMatMul(pvg_prep *p) { return qmm_prepare(p, true); 
 static void batch_offsets(const qmm_params *m, int64_t b, int64_t *ao, int64_t *bo)
 {
     *ao = *bo = 0;
-    for (int d = m->brank - 1; d >= 0; d--) {
-        int64_t i = b % m->bdims[d];
-        b /= m->bdims[d];
-        *ao += i * m->astr[d];
-        *bo += i * m->bstr[d];
+    for (int d = m->g.brank - 1; d >= 0; d--) {
+        int64_t i = b % m->g.bdims[d];
+        b /= m->g.bdims[d];
+        *ao += i * m->g.astr[d];
+        *bo += i * m->g.bstr[d];
     }
 }
 
@@ -166,11 +130,11 @@ static pv_status qmm_run(const pvg_exec *x)
     ws += a64(sizeof(float) * (size_t)m->nbs);
     pvg_qzp_read(m->iza >= 0 ? &x->in[m->iza] : &none, m->nza, za);
     pvg_qzp_read(m->izb >= 0 ? &x->in[m->izb] : &none, m->nzb, zb);
-    int64_t rows = m->fold ? m->nbatch * m->M : m->M, nmat = m->fold ? 1 : m->nbatch;
+    int64_t rows = m->g.fold ? m->g.nbatch * m->g.M : m->g.M, nmat = m->g.fold ? 1 : m->g.nbatch;
     int32_t *acc = x->out[0].data;
     if (m->qlinear) {
         acc = (int32_t *)ws;
-        ws += a64(sizeof(int32_t) * (size_t)(rows * m->N));
+        ws += a64(sizeof(int32_t) * (size_t)(rows * m->g.N));
         float as = *(const float *)x->in[1].data, ys = *(const float *)x->in[6].data;
         const float *bs = x->in[4].data;
         for (int64_t n = 0; n < m->nbs; n++) mult[n] = as * bs[n] / ys;   /* ORT's order */
@@ -181,14 +145,14 @@ static pv_status qmm_run(const pvg_exec *x)
     if (m->qlinear) pvg_qzp_read(&x->in[7], 1, &yzp);
     for (int64_t b = 0; b < nmat; b++) {
         int64_t ao = 0, bo = 0;
-        if (!m->fold) batch_offsets(m, b, &ao, &bo);
-        pvk_qmat am = { (const char *)A->data + ae * (size_t)(ao * m->M * m->K), A->dtype, m->K, m->iza >= 0 ? za : NULL, m->nza };
-        pvk_qmat bm = { (const char *)B->data + be * (size_t)(bo * m->K * m->N), B->dtype, m->N, m->izb >= 0 ? zb : NULL, m->nzb };
-        pvk_qgemm(x->pool, rows, m->N, m->K, &am, &bm, m->packed_mem ? &m->packed : NULL, acc, m->N, ws);
+        if (!m->g.fold) batch_offsets(m, b, &ao, &bo);
+        pvk_qmat am = { (const char *)A->data + ae * (size_t)(ao * m->g.M * m->g.K), A->dtype, m->g.K, m->iza >= 0 ? za : NULL, m->nza };
+        pvk_qmat bm = { (const char *)B->data + be * (size_t)(bo * m->g.K * m->g.N), B->dtype, m->g.N, m->izb >= 0 ? zb : NULL, m->nzb };
+        pvk_qgemm(x->pool, rows, m->g.N, m->g.K, &am, &bm, m->packed_mem ? &m->packed : NULL, acc, m->g.N, ws);
         if (m->qlinear)
-            pvk_requantize(x->pool, acc, rows, m->N, mult, m->nbs, yzp, m->yt, (char *)x->out[0].data + (size_t)(b * rows * m->N));
+            pvk_requantize(x->pool, acc, rows, m->g.N, mult, m->nbs, yzp, m->yt, (char *)x->out[0].data + (size_t)(b * rows * m->g.N));
         else
-            acc += rows * m->N;
+            acc += rows * m->g.N;
     }
     return PV_OK;
 }
