@@ -368,6 +368,9 @@ static pv_status check_header(pcd_hdr *h, pvc_msg *msg)
         return pvc_fail(msg, PV_EFORMAT, "pcd: POINTS %lld but WIDTH*HEIGHT = %s%lld (%lld x %lld)",
                         (long long)h->points, ovf ? "(overflow) " : "", ovf ? 0LL : (long long)wh,
                         (long long)h->width, (long long)h->height);
+    /* HEIGHT 0 (PCL's default for an empty cloud) leaves POINTS 0: report it as the empty
+     * unorganized cloud (0, 1), so width * height == n with height >= 1 always holds */
+    if (h->height == 0) h->width = 0, h->height = 1;
     if (h->points > PVIO_MAX_POINTS)
         return pvc_fail(msg, PV_EUNSUPPORTED, "pcd: POINTS %lld is over the %lld-point limit",
                         (long long)h->points, (long long)PVIO_MAX_POINTS);

@@ -468,6 +468,12 @@ static void test_pcd_header_variants(void **state)
     c = parse_ok("FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nPOINTS 0\nDATA binary\n");
     assert_int_equal(c.n, 0);
     pvio_cloud_free(&c);
+    /* HEIGHT 0 (fuzz_pcd): the empty cloud comes back as (0, 1), never height 0 */
+    c = parse_ok("FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 5\nHEIGHT 0\nPOINTS 0\nDATA binary\n");
+    assert_int_equal(c.n, 0);
+    assert_int_equal(c.width, 0);
+    assert_int_equal(c.height, 1);
+    pvio_cloud_free(&c);
     static const char empty_z[] = "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nPOINTS 0\n"
                                   "DATA binary_compressed\n\0\0\0\0\0\0\0\0";
     pvc_msg msg;
