@@ -453,6 +453,14 @@ static void test_truncated(void **state)
     expect_msg(&msg, "image: JPEG data is truncated (100 bytes end inside the headers");
     assert_int_equal(decode_copy(g_png, g_png_len / 2, NULL, &img, &msg), PV_EFORMAT);
     expect_msg(&msg, "image: PNG data is truncated");
+    /* a chunk declaring more than the input holds (fuzz_image: libpng allocated the 1.6 GB an sPLT
+     * asked for in a 125-byte file) is refused before libpng sees it */
+    unsigned char big[33 + 8 + 16] = { 0 };
+    memcpy(big, g_png, 33);                         /* signature + IHDR */
+    memcpy(big + 33, "\x62\x79\x74\x65sPLT", 8);
+    assert_int_equal(decode_copy(big, sizeof big, "png", &img, &msg), PV_EFORMAT);
+    expect_msg(&msg, "image: PNG data is truncated (chunk 'sPLT' at byte 33 declares 1652126821 bytes, "
+               "16 are left)");
 }
 
 /* Stray bytes between JPEG segments (written by some cameras and editors) only make libjpeg warn:
