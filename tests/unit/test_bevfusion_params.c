@@ -343,6 +343,9 @@ static void test_param_set_invalid(void **state)
         { "distance_bin_upper_limits", "0,10", "distance_bin_upper_limits='0,10': value 0" },
         { "distance_bin_upper_limits", "1,2,3,4,5,6,7,8,9", "distance_bin_upper_limits='1,2,3,4,5,6,7,8,9': 9 values" },
         { "distance_bin_upper_limits", "[10, 20", "distance_bin_upper_limits='[10, 20'" },
+        /* fuzz_params: positive doubles that are 0 or equal as the stored floats */
+        { "distance_bin_upper_limits", "1e-300", "distance_bin_upper_limits='1e-300': value 0" },
+        { "distance_bin_upper_limits", "1,1.00000001", "distance_bin_upper_limits='1,1.00000001': limits must increase" },
     };
     pvm_bevfusion_params p = v2_params(), before;
     memcpy(&before, &p, sizeof p);

@@ -566,11 +566,11 @@ pv_status pvm_bevfusion_param_set(pvm_bevfusion_params *p, const char *key, cons
     for (int i = 0; i < n; i++) {
         /* the open bound is checked on the float that will be stored */
         bool bad = v[i] < lo || v[i] > hi || (hi_open && (float)v[i] >= (float)hi) ||
-                   (pk == P_BINS && v[i] <= 0);
+                   (pk == P_BINS && (float)v[i] <= 0);   /* 1e-300 is 0 as a float (fuzz_params) */
         if (bad)
             return pvc_fail(msg, PV_EINPUT, "param %s='%.80s': value %d (%g) is out of range %s%g, %g%s", key,
                             value, i, v[i], pk == P_BINS ? "(" : "[", lo, hi, hi_open ? ")" : "]");
-        if (pk == P_BINS && i > 0 && !(v[i] > v[i - 1]))
+        if (pk == P_BINS && i > 0 && !((float)v[i] > (float)v[i - 1]))
             return pvc_fail(msg, PV_EINPUT, "param %s='%.80s': limits must increase (%g after %g)", key,
                             value, v[i], v[i - 1]);
     }
