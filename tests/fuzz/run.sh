@@ -30,8 +30,12 @@ if [ -z "$cc" ] || ! "$cc" -fsanitize=fuzzer,address,undefined "$probe/t.c" -o "
 fi
 
 # oneDNN stays off: its OpenMP runtime is not what the decoders need, and clang would want libomp.
+# ccache when present: the ASan+coverage library is the slow part of a rebuild.
+launcher=""
+command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache"
+# shellcheck disable=SC2086
 CC=$cc cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERCEIVE_SANITIZE=ON -DPERCEIVE_FUZZ=ON \
-    -DPERCEIVE_DNNL=OFF >/dev/null
+    -DPERCEIVE_DNNL=OFF $launcher >/dev/null
 cmake --build "$build" --target fuzz_targets -j"$(nproc)"
 
 all=$(cd tests/fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//')
