@@ -93,7 +93,9 @@ static bool tok_uint(tok t, int64_t max, int64_t *v)
     int64_t acc = 0;
     for (size_t i = 0; i < t.n; i++) {
         if (t.p[i] < '0' || t.p[i] > '9') return false;
-        acc = acc * 10 + (t.p[i] - '0');
+        int d = t.p[i] - '0';
+        if (acc > (max - d) / 10) return false;   /* 19 nines overflowed int64 (fuzz_pcd) */
+        acc = acc * 10 + d;
     }
     if (acc > max) return false;
     *v = acc;

@@ -542,6 +542,9 @@ static const bad_case bad_cases[] = {
     { F3("x y z i", "4 4 4 1", "F F F U", "1 1 1 -1") WH1 ASC1, PV_EFORMAT, "COUNT '-1'" },
     { F3("x y z i", "4 4 4 1", "F F F U", "1 1 1 2000000") WH1 ASC1, PV_EFORMAT,
       "COUNT '2000000'" },
+    /* 19 nines overflowed the int64 accumulator before the range check (fuzz_pcd, UBSan) */
+    { F3("x y z i", "4 4 4 1", "F F F U", "1 1 1 9999999999999999999") WH1 ASC1, PV_EFORMAT,
+      "COUNT '9999999999999999999'" },
     { F3("x y z", "4 4 4", "F F F", "3 1 1") WH1 ASC1, PV_EFORMAT,
       "field 'x' has COUNT 3 (x, y and z need COUNT 1)" },
     { F3("x y i", "4 4 4", "F F F", "1 1 1") WH1 ASC1, PV_EFORMAT, "FIELDS has no 'z'" },
