@@ -493,7 +493,8 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
      * warms up one variant gets the others' first calls at the steady speed too) */
     if (p->arena) memset(p->arena, 0, p->arena_bytes);
     if (p->ws) memset(p->ws, 0, p->ws_bytes);
-    for (int v = 0; v < nv; v++)
+    /* no arena (every placed value is empty): their data stays NULL; NULL + 0 is UB (fuzz_onnx) */
+    for (int v = 0; v < nv && p->arena; v++)
         if (p->offset[v] != SIZE_MAX && !p->vals[v].data) p->vals[v].data = (char *)p->arena + p->offset[v];
     const char *prof = getenv("PERCEIVE_PROFILE");
     if (prof && *prof && strcmp(prof, "0")) p->prof_ms = pvc_calloc((size_t)p->norder + 1, sizeof *p->prof_ms);
