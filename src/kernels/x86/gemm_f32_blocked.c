@@ -95,7 +95,7 @@ static void b_prefetch_init(b_prefetch *pf, const blk_job *j, int64_t k0, int64_
 static pvk_gemm_prefetch b_prefetch_take(b_prefetch *pf)
 {
     pvk_gemm_prefetch p = pf->all;
-    p.base += pf->next * p.stride;
+    if (p.base) p.base += pf->next * p.stride;   /* no prefetch: NULL + 0 is UB (clang UBSan) */
     p.rows = (int)PVC_MAX(0, PVC_MIN(pf->per_call, pf->all.rows - pf->next));
     pf->next += p.rows;
     return p;
