@@ -197,6 +197,9 @@ typedef struct pvg_op {
      * only the two of them know (e.g. oneDNN's blocked one) and drop the reorders around it.
      * Returns true when linked; the tensor then keeps its planned size. */
     bool      (*link)(void *params, const pvg_node *consumer, void *consumer_params);
+    /* Optional (NULL: nothing to add): the path a prepared node runs, e.g. oneDNN's kernel name
+     * and layout, for PERCEIVE_PROFILE=nodes. */
+    const char *(*describe)(const void *params);
 } pvg_op;
 
 /* Registry: the built-in table (ops.def) plus operators registered by bundles. */

@@ -600,7 +600,9 @@ void pvg_plan_profile_print(const pvg_plan *p, FILE *f, const char *title)
     }
     for (int i = 0; i < ntop; i++) {
         const pvg_node *n = &g->nodes[p->order[top[i]]];
-        fprintf(f, "    %-40s %-16s %9.2f ms\n", n->name, n->op_type, p->prof_ms[top[i]] / p->prof_runs);
+        const void *params = p->params + (size_t)p->order[top[i]] * PVG_PARAMS_BYTES;
+        const char *path = n->op->describe ? n->op->describe(params) : "";
+        fprintf(f, "    %-40s %-16s %9.2f ms  %s\n", n->name, n->op_type, p->prof_ms[top[i]] / p->prof_runs, path);
     }
 }
 

@@ -251,4 +251,12 @@ static void conv_release(void *params)
     c->dnnl = NULL;
 }
 
-const pvg_op pvg_op_Conv = { "Conv", "", PVG_OP_FUSE_ACT, conv_prepare, conv_run, conv_release, pvk_dnnl_conv_link_params };
+static const char *conv_describe(const void *params)
+{
+    const conv_params *c = params;
+    if (c->dnnl) return pvk_dnnl_conv_impl(c->dnnl);
+    return c->mode == CONV_1X1 ? "gemm 1x1" : c->mode == CONV_DW ? "depthwise" : "im2col+gemm";
+}
+
+const pvg_op pvg_op_Conv = { "Conv", "", PVG_OP_FUSE_ACT, conv_prepare, conv_run, conv_release, pvk_dnnl_conv_link_params,
+                             conv_describe };

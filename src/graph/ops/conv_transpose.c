@@ -199,4 +199,12 @@ static void convt_release(void *params)
     c->dnnl = NULL;
 }
 
-const pvg_op pvg_op_ConvTranspose = { "ConvTranspose", "", PVG_OP_FUSE_ACT, convt_prepare, convt_run, convt_release, pvk_dnnl_conv_link_params };
+static const char *convt_describe(const void *params)
+{
+    const convt_params *c = params;
+    if (c->dnnl) return pvk_dnnl_conv_impl(c->dnnl);
+    return c->fast ? "k == stride gemm" : "gemm+col2im";
+}
+
+const pvg_op pvg_op_ConvTranspose = { "ConvTranspose", "", PVG_OP_FUSE_ACT, convt_prepare, convt_run, convt_release,
+                                      pvk_dnnl_conv_link_params, convt_describe };
