@@ -41,4 +41,21 @@ extern const int pvk_spconv_pairs_nvariants;
 /* The last variant with isa <= pvc_isa_selected() and cout a multiple of its cout_mult. */
 const pvk_spconv_pairs_variant *pvk_spconv_pairs_select(int64_t cout);
 
+/* Wide layers (64 and 128 channels): the same contract as the direct kernel above (y rows +=
+ * x[in] W[k] per pair, pvk_spconv_pairs_ref is the oracle), tiled for W[k] too large for the
+ * registers. Per 64-column slice of W[k] (kept in L1, read from its rows in place), pairs go
+ * six at a time: the six output row slices stay in 24 zmm across all cin inputs (4 loads of
+ * W[k] and 6 broadcasts per 24 FMAs), then are added into y once. Versus the gathered GEMM
+ * (gather rows, pack, GEMM into a buffer, scatter-add) nothing is copied or packed. Each output
+ * value sums its terms in ci order, then adds into y: fixed by cin and cout.
+ *   ref     plain C (pvk_spconv_pairs_ref)
+ *   avx512  cout a multiple of 32 (slices of 64 columns, or 32 when cout is not a multiple of 64:
+ *           then 12 pairs a tile), any cin */
+void pvk_spconv_wide_avx512(int64_t n, const int32_t *in_idx, const int32_t *out_idx, int32_t a, const float *x,
+                            int64_t cin, const float *w, int64_t cout, float *y);
+extern const pvk_spconv_pairs_variant pvk_spconv_wide_variants[];
+extern const int pvk_spconv_wide_nvariants;
+/* The last wide variant with isa <= pvc_isa_selected() and cout a multiple of its cout_mult. */
+const pvk_spconv_pairs_variant *pvk_spconv_wide_select(int64_t cout);
+
 #endif

@@ -117,8 +117,9 @@ typedef struct pvs_conv_desc {
     struct pvk_gemm_packed *const *wk;
 } pvs_conv_desc;
 
-/* True when pvs_conv runs d through gathered GEMMs (else the narrow-layer direct kernel, fp32,
- * which never reads d->wk): whether packing W[k] for it is worth anything. */
+/* True when pvs_conv runs d through gathered GEMMs once d->wk is set (else the narrow-layer
+ * direct kernel, fp32, which never reads d->wk): whether packing W[k] for it is worth anything.
+ * Without d->wk such layers run the fp32 wide pairs kernel where the CPU has one. */
 bool   pvs_conv_gathers(const pvs_conv_desc *d);
 
 /* out[m, :] = act(sum over pairs (i -> m) of in[i, :] W[k] + bias + residual[m, :]).

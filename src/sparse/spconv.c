@@ -26,6 +26,10 @@
  * core on the 55k-site level set: 4->16 3.4-4x the GEMM path, 16->16 to 32->32 1.5-2.7x;
  * 64->64 equal, 64->128 20 % slower: the GEMMs there are big enough; BENCHMARKS.md, "sparse
  * encoder"). PERCEIVE_SPCONV_DIRECT=N sets the cin x cout limit (0: never), for A/B runs.
+ * Wide layers at fp32 (W[k] not packed: 64->64, 64->128, 128->128) take the wide pairs kernel
+ * the same way: six pairs at a time in register tiles, W[k] read from L1, no gather, pack or
+ * scatter buffer (1.2-1.5x the gathered GEMM per core, BENCHMARKS.md "sparse encoder: wide
+ * kernel"); packed W[k] (bf16) keep the gathered GEMMs. PERCEIVE_SPCONV_WIDE=0: never.
  *
  * Block rows: the block's G + Y buffers are sized to BLOCK_BYTES, so small channel counts get
  * long blocks (fewer, larger GEMM calls) and 128 channels 512 rows; shorter blocks when that
@@ -239,6 +243,18 @@ static pvk_spconv_pairs_fn direct_kernel(const pvs_conv_desc *d)
     return v->fn;
 }
 
+/* The wide layers at fp32 (no packed W[k]): the register-tiled pairs kernel where a SIMD
+ * variant takes cout (kernels/spconv_pairs.h, "wide"; 1.4-1.6x the gathered GEMM per core,
+ * BENCHMARKS.md "sparse encoder: wide kernel"). NULL: the GEMM path (also for packed W[k]:
+ * bf16 runs on the packed GEMM). PERCEIVE_SPCONV_WIDE=0 turns it off, for A/B runs. */
+static pvk_spconv_pairs_fn wide_kernel(const pvs_conv_desc *d)
+{
+    const pvk_spconv_pairs_variant *v = pvk_spconv_wide_select(d->cout);
+    const char *e = getenv("PERCEIVE_SPCONV_WIDE");
+    if (d->wk || v->isa == PVC_ISA_SCALAR || (e && !strcmp(e, "0"))) return NULL;
+    return v->fn;
+}
+
 bool pvs_conv_gathers(const pvs_conv_desc *d) { return d && direct_kernel(d) == NULL; }
 
 void pvs_conv(pvc_pool *pool, const pvs_rulebook *rb, const pvs_conv_desc *d, const float *in,
@@ -248,7 +264,8 @@ void pvs_conv(pvc_pool *pool, const pvs_rulebook *rb, const pvs_conv_desc *d, co
     int64_t wr = ws_rows(rb, d);
     int64_t rows = round16((rb->n_out + BLOCKS_MIN - 1) / BLOCKS_MIN);
     rows = PVC_MIN(wr, PVC_MAX(PVC_MIN(ROWS_MIN, wr), rows));
-    conv_job j = { .rb = rb, .d = d, .direct = direct_kernel(d), .in = in, .res = residual, .out = out,
+    pvk_spconv_pairs_fn direct = direct_kernel(d);
+    conv_job j = { .rb = rb, .d = d, .direct = direct ? direct : wide_kernel(d), .in = in, .res = residual, .out = out,
                    .ws = (char *)(uintptr_t)al64((uintptr_t)ws), .ws_thread = ws_thread_bytes(wr, d),
                    .ws_rows = wr, .rows = rows };
     int64_t blocks = (rb->n_out + rows - 1) / rows;

@@ -710,7 +710,7 @@ static void run_conv_case(const ccase *c)
         }
     }
 
-    /* 0 ref, 1 inline, 2 on 2 threads, then on 2 threads with W[k] packed: 3 fp32, 4 bf16
+    /* 0 ref, 1 inline, 2 on 2 threads (fp32: direct or wide kernel where one applies), then on 2 threads with W[k] packed: 3 fp32, 4 bf16
      * through the bf16 oracle variant, 5 bf16 through the variant a model gets */
     enum { NV = 6 };
     const pvk_gemm_packed_variant *ref_bf16 = NULL;
@@ -777,53 +777,74 @@ static void run_conv_case(const ccase *c)
     free(in.xyz);
 }
 
-/* Every direct-kernel variant this CPU runs against the plain one (kernels/spconv_pairs.h) on
- * runs of pairs with distinct, shuffled outputs inside a block that starts at row a; odd input
- * channel counts (chunk tails), cout 16/32/48/64, guard floats after the block. Tolerance
- * 1e-5 x sum |terms| + 1e-6 (the summation order differs). */
+/* One pairs kernel against the plain one (kernels/spconv_pairs.h) on a run of rows - 3 pairs with
+ * distinct, shuffled outputs inside a block that starts at row a; guard floats after the block.
+ * Tolerance 1e-5 x sum |terms| + 1e-6 (the summation order differs). */
+static void pairs_case(const pvk_spconv_pairs_variant *var, int cin, int cout, int64_t rows)
+{
+    const int64_t nx = 97, a = 5;
+    const int64_t n = rows - 3;   /* some rows get no pair */
+    float *x = rand_floats(nx * cin, 1.0f), *w = rand_floats((int64_t)cin * cout, 0.5f);
+    int32_t *ii = malloc((size_t)n * sizeof(int32_t)), *oi = malloc((size_t)rows * sizeof(int32_t));
+    for (int64_t r = 0; r < rows; r++) oi[r] = (int32_t)(a + r);
+    for (int64_t r = rows - 1; r > 0; r--) {
+        int64_t t = (int64_t)(urand() % (uint32_t)(r + 1));
+        int32_t tmp = oi[r]; oi[r] = oi[t]; oi[t] = tmp;
+    }
+    for (int64_t p = 0; p < n; p++) ii[p] = (int32_t)(urand() % (uint32_t)nx);
+    float *init = rand_floats(rows * cout, 1.0f), *got = malloc((size_t)(rows * cout + GUARD) * sizeof(float));
+    float *want = malloc((size_t)(rows * cout) * sizeof(float));
+    memcpy(got, init, (size_t)(rows * cout) * sizeof(float));
+    memcpy(want, init, (size_t)(rows * cout) * sizeof(float));
+    for (int i = 0; i < GUARD; i++) got[rows * cout + i] = GUARD_VAL;
+    pvk_spconv_pairs_ref(n, ii, oi, (int32_t)a, x, cin, w, cout, want);
+    var->fn(n, ii, oi, (int32_t)a, x, cin, w, cout, got);
+    for (int64_t p = 0; p < n; p++)
+        for (int co = 0; co < cout; co++) {
+            int64_t r = oi[p] - a;
+            double mag = fabs(init[r * cout + co]) + 1e-6;
+            for (int ci = 0; ci < cin; ci++) mag += fabs((double)x[(int64_t)ii[p] * cin + ci] * w[ci * cout + co]);
+            double err = fabs((double)got[r * cout + co] - want[r * cout + co]);
+            if (!(err <= 1e-5 * mag))
+                fail_msg("spconv pairs %s cin %d cout %d pair %lld ch %d: %g vs %g", var->name, cin, cout,
+                         (long long)p, co, (double)got[r * cout + co], (double)want[r * cout + co]);
+        }
+    for (int64_t r = n; r < rows; r++)   /* rows no pair reached are untouched */
+        assert_memory_equal(got + (oi[r] - a) * cout, init + (oi[r] - a) * cout, (size_t)cout * sizeof(float));
+    for (int i = 0; i < GUARD; i++) assert_true(got[rows * cout + i] == GUARD_VAL);
+    free(x); free(w); free(ii); free(oi); free(init); free(got); free(want);
+}
+
+/* Every direct-kernel variant this CPU runs against the plain one: odd input channel counts
+ * (chunk tails), cout 16/32/48/64. */
 static void test_spconv_pairs_variants(void **state)
 {
     (void)state;
     const int cins[] = { 1, 3, 4, 5, 8, 16, 17, 31, 32, 33 }, couts[] = { 16, 32, 48, 64 };
-    const int64_t nx = 97, rows = 61, a = 5;
     for (int v = 1; v < pvk_spconv_pairs_nvariants; v++) {
         const pvk_spconv_pairs_variant *var = &pvk_spconv_pairs_variants[v];
         if (var->isa > pvc_isa_selected()) { printf("skip spconv pairs variant %s (not this CPU)\n", var->name); continue; }
         for (size_t ic = 0; ic < PVC_COUNTOF(cins); ic++)
-            for (size_t oc = 0; oc < PVC_COUNTOF(couts); oc++) {
-                const int cin = cins[ic], cout = couts[oc];
-                if (cout % var->cout_mult) continue;
-                const int64_t n = rows - 3;   /* some rows get no pair */
-                float *x = rand_floats(nx * cin, 1.0f), *w = rand_floats((int64_t)cin * cout, 0.5f);
-                int32_t *ii = malloc((size_t)n * sizeof(int32_t)), *oi = malloc((size_t)rows * sizeof(int32_t));
-                for (int64_t r = 0; r < rows; r++) oi[r] = (int32_t)(a + r);
-                for (int64_t r = rows - 1; r > 0; r--) {
-                    int64_t t = (int64_t)(urand() % (uint32_t)(r + 1));
-                    int32_t tmp = oi[r]; oi[r] = oi[t]; oi[t] = tmp;
-                }
-                for (int64_t p = 0; p < n; p++) ii[p] = (int32_t)(urand() % (uint32_t)nx);
-                float *init = rand_floats(rows * cout, 1.0f), *got = malloc((size_t)(rows * cout + GUARD) * sizeof(float));
-                float *want = malloc((size_t)(rows * cout) * sizeof(float));
-                memcpy(got, init, (size_t)(rows * cout) * sizeof(float));
-                memcpy(want, init, (size_t)(rows * cout) * sizeof(float));
-                for (int i = 0; i < GUARD; i++) got[rows * cout + i] = GUARD_VAL;
-                pvk_spconv_pairs_ref(n, ii, oi, (int32_t)a, x, cin, w, cout, want);
-                var->fn(n, ii, oi, (int32_t)a, x, cin, w, cout, got);
-                for (int64_t p = 0; p < n; p++)
-                    for (int co = 0; co < cout; co++) {
-                        int64_t r = oi[p] - a;
-                        double mag = fabs(init[r * cout + co]) + 1e-6;
-                        for (int ci = 0; ci < cin; ci++) mag += fabs((double)x[(int64_t)ii[p] * cin + ci] * w[ci * cout + co]);
-                        double err = fabs((double)got[r * cout + co] - want[r * cout + co]);
-                        if (!(err <= 1e-5 * mag))
-                            fail_msg("spconv pairs %s cin %d cout %d pair %lld ch %d: %g vs %g", var->name, cin, cout,
-                                     (long long)p, co, (double)got[r * cout + co], (double)want[r * cout + co]);
-                    }
-                for (int64_t r = n; r < rows; r++)   /* rows no pair reached are untouched */
-                    assert_memory_equal(got + (oi[r] - a) * cout, init + (oi[r] - a) * cout, (size_t)cout * sizeof(float));
-                for (int i = 0; i < GUARD; i++) assert_true(got[rows * cout + i] == GUARD_VAL);
-                free(x); free(w); free(ii); free(oi); free(init); free(got); free(want);
-            }
+            for (size_t oc = 0; oc < PVC_COUNTOF(couts); oc++)
+                if (couts[oc] % var->cout_mult == 0) pairs_case(var, cins[ic], couts[oc], 61);
+    }
+}
+
+/* Every wide-kernel variant this CPU runs against the plain one: cout 32 to 192 (column
+ * slices of 64 or 32), cin from 1 to 130, runs of 1..64 pairs (every tile tail, runs shorter than
+ * the prefetch distance). */
+static void test_spconv_wide_variants(void **state)
+{
+    (void)state;
+    const int cins[] = { 1, 3, 16, 17, 32, 64, 128, 130 }, couts[] = { 32, 64, 96, 128, 192 };
+    const int64_t rows[] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 21, 30, 67 };
+    for (int v = 1; v < pvk_spconv_wide_nvariants; v++) {
+        const pvk_spconv_pairs_variant *var = &pvk_spconv_wide_variants[v];
+        if (var->isa > pvc_isa_selected()) { printf("skip spconv wide variant %s (not this CPU)\n", var->name); continue; }
+        for (size_t ic = 0; ic < PVC_COUNTOF(cins); ic++)
+            for (size_t oc = 0; oc < PVC_COUNTOF(couts); oc++)
+                for (size_t r = 0; r < PVC_COUNTOF(rows); r++)
+                    if (couts[oc] % var->cout_mult == 0) pairs_case(var, cins[ic], couts[oc], rows[r]);
     }
 }
 
@@ -848,8 +869,10 @@ static void test_conv_dense_equivalence(void **state)
         { SUB, 3, 3, 3, 1.0, 2, 2, false, false, false },        /* tiny, every cell active */
         { SUB, 24, 24, 8, 0.6, 48, 40, true, true, true },       /* ~2.8k sites: long blocks, GEMM tiles */
         { S2, 24, 24, 8, 0.3, 33, 64, true, false, true },
-        { SUB, 14, 12, 6, 0.3, 64, 64, true, true, true },       /* wide: gathered GEMMs (bf16 when packed so) */
+        { SUB, 14, 12, 6, 0.3, 64, 64, true, true, true },       /* wide: the wide kernel; packed: gathered GEMMs */
         { S2, 13, 11, 9, 0.3, 64, 128, true, false, true },
+        { SUB, 20, 18, 8, 0.3, 128, 128, true, true, true },     /* ~860 sites: several blocks */
+        { SUB, 9, 8, 7, 0.5, 33, 64, false, false, false },      /* wide kernel, odd cin */
     };
     for (size_t i = 0; i < PVC_COUNTOF(cases); i++) run_conv_case(&cases[i]);
 }
@@ -871,6 +894,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spconv_pairs_variants),
+        cmocka_unit_test(test_spconv_wide_variants),
         cmocka_unit_test(test_vox_edges),
         cmocka_unit_test(test_vox_float32_rule),
         cmocka_unit_test(test_vox_order_and_full),

@@ -23,13 +23,29 @@ const pvk_spconv_pairs_variant pvk_spconv_pairs_variants[] = {
 };
 const int pvk_spconv_pairs_nvariants = (int)PVC_COUNTOF(pvk_spconv_pairs_variants);
 
-const pvk_spconv_pairs_variant *pvk_spconv_pairs_select(int64_t cout)
+const pvk_spconv_pairs_variant pvk_spconv_wide_variants[] = {
+    { "ref", PVC_ISA_SCALAR, 1, pvk_spconv_pairs_ref },
+#if defined(__x86_64__) || defined(_M_X64)
+    { "avx512_wide", PVC_ISA_AVX512, 32, pvk_spconv_wide_avx512 },
+#endif
+};
+const int pvk_spconv_wide_nvariants = (int)PVC_COUNTOF(pvk_spconv_wide_variants);
+
+static const pvk_spconv_pairs_variant *select_in(const pvk_spconv_pairs_variant *vs, int nv, int64_t cout)
 {
     const pvc_isa isa = pvc_isa_selected();
-    const pvk_spconv_pairs_variant *pick = &pvk_spconv_pairs_variants[0];
-    for (int i = 0; i < pvk_spconv_pairs_nvariants; i++) {
-        const pvk_spconv_pairs_variant *v = &pvk_spconv_pairs_variants[i];
-        if (v->isa <= isa && cout % v->cout_mult == 0) pick = v;
-    }
+    const pvk_spconv_pairs_variant *pick = &vs[0];
+    for (int i = 0; i < nv; i++)
+        if (vs[i].isa <= isa && cout % vs[i].cout_mult == 0) pick = &vs[i];
     return pick;
+}
+
+const pvk_spconv_pairs_variant *pvk_spconv_pairs_select(int64_t cout)
+{
+    return select_in(pvk_spconv_pairs_variants, pvk_spconv_pairs_nvariants, cout);
+}
+
+const pvk_spconv_pairs_variant *pvk_spconv_wide_select(int64_t cout)
+{
+    return select_in(pvk_spconv_wide_variants, pvk_spconv_wide_nvariants, cout);
 }

@@ -88,3 +88,89 @@ void pvk_spconv_pairs_avx512(int64_t n, const int32_t *in_idx, const int32_t *ou
             ci += cc;
         }
 }
+
+/* ---- wide layers: pairs in register tiles (kernels/spconv_pairs.h, "wide") ------------------ */
+
+enum { ACC = 24 };   /* accumulators of a tile: 24 + NV of W[k] + 1 broadcast <= 32 zmm */
+
+/* M pairs x 16 NV output columns: the tile's sums over the cin inputs stay in M x NV zmm
+ * (M NV <= ACC); per input channel NV loads of W[k]'s row (L1: one slice of W[k] is 8-32
+ * KiB) and M broadcasts feed M NV FMAs; one load-add-store per output vector at the end. */
+static inline __attribute__((always_inline)) void
+wide_tile(const int NV, const int M, const int32_t *restrict ii, const int32_t *restrict oi, int32_t a,
+          const float *restrict x, int64_t cin, const float *restrict w, int64_t cout, float *restrict y)
+{
+    const float *xr[ACC];
+    __m512 acc[ACC][4];
+#pragma GCC unroll 24
+    for (int m = 0; m < M; m++) {
+        xr[m] = x + (int64_t)ii[m] * cin;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[m][j] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 2
+    for (int64_t ci = 0; ci < cin; ci++) {
+        const float *wr = w + ci * cout;
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) wv[j] = _mm512_loadu_ps(wr + 16 * j);
+#pragma GCC unroll 24
+        for (int m = 0; m < M; m++) {
+            __m512 v = _mm512_set1_ps(xr[m][ci]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) acc[m][j] = _mm512_fmadd_ps(v, wv[j], acc[m][j]);
+        }
+    }
+#pragma GCC unroll 24
+    for (int m = 0; m < M; m++) {
+        float *yo = y + (int64_t)(oi[m] - a) * cout;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) _mm512_storeu_ps(yo + 16 * j, _mm512_add_ps(_mm512_loadu_ps(yo + 16 * j), acc[m][j]));
+    }
+}
+
+/* The input rows of the tile AHEAD tiles ahead, every cache line of each (random rows of x:
+ * mostly L3 on the 64/128-channel levels; a tile's FMAs take ~1 us, enough to hide them). */
+enum { AHEAD = 2 };
+static inline void wide_prefetch(int64_t n, const int32_t *ii, const float *x, int64_t cin)
+{
+    for (int64_t m = 0; m < n; m++) {
+        const char *r = (const char *)(x + (int64_t)ii[m] * cin);
+        for (int64_t b = 0; b < cin * (int64_t)sizeof(float); b += 64) _mm_prefetch(r + b, _MM_HINT_T0);
+    }
+}
+
+/* One slice of 16 NV columns over all n pairs: tiles of ACC / NV pairs, then the tail. */
+static inline __attribute__((always_inline)) void
+wide_slice(const int NV, int64_t n, const int32_t *ii, const int32_t *oi, int32_t a, const float *x, int64_t cin,
+           const float *w, int64_t cout, float *y, bool first)
+{
+    const int T = ACC / NV;
+    int64_t p = 0;
+    for (; p + T <= n; p += T) {
+        /* the later slices find the rows in L2 */
+        if (first && p + T * AHEAD < n) wide_prefetch(PVC_MIN((int64_t)T, n - p - T * AHEAD), ii + p + T * AHEAD, x, cin);
+        wide_tile(NV, T, ii + p, oi + p, a, x, cin, w, cout, y);
+    }
+    ii += p;
+    oi += p;
+#define TAIL(M) \
+    case M: if (M < T) wide_tile(NV, M, ii, oi, a, x, cin, w, cout, y); break
+    switch (n - p) {
+    TAIL(11); TAIL(10); TAIL(9); TAIL(8); TAIL(7); TAIL(6); TAIL(5); TAIL(4); TAIL(3); TAIL(2); TAIL(1);
+    default: break;
+    }
+#undef TAIL
+}
+
+void pvk_spconv_wide_avx512(int64_t n, const int32_t *in_idx, const int32_t *out_idx, int32_t a, const float *x,
+                            int64_t cin, const float *w, int64_t cout, float *y)
+{
+    /* column slices outermost: the slice of W[k] stays in L1 across all the pairs, and the
+     * pairs' input rows (read once per slice) in L2 */
+    const int nv = cout % 64 == 0 ? 4 : 2;
+    for (int64_t co = 0; co < cout; co += 16 * nv) {
+        if (nv == 4) wide_slice(4, n, in_idx, out_idx, a, x, cin, w + co, cout, y + co, co == 0);
+        else wide_slice(2, n, in_idx, out_idx, a, x, cin, w + co, cout, y + co, co == 0);
+    }
+}
