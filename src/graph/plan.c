@@ -134,6 +134,7 @@ void pvg_plan_free(pvg_plan *p)
     pvc_free(p->first);
     pvc_free(p->last);
     pvc_free(p->storage);
+    pvc_free(p->suboff);
     pvc_free(p->in_desc);
     pvc_free(p->xin);
     pvc_free(p->xout);
@@ -259,6 +260,51 @@ static void drop_end(drop_state *d)
     pvc_free(d->keep);
 }
 
+/* Concat along an axis with only 1-dims before it (outer == 1): each input is one contiguous
+ * chunk of the output, so an input computed by a kernel can be written straight into its chunk
+ * and the Concat's copy disappears (the BEVFusion neck joins two 33 MB maps this way). An input
+ * is placed when an arena value that this step's producer writes (no view, no graph input or
+ * constant), read once by this Concat, not yet placed anywhere, with a 64-byte aligned chunk.
+ * Its storage root becomes the output, whose lifetime then starts at its first member's. Runs
+ * before views and in-place sharing are assigned, which then leave members alone (their
+ * bytes belong to the output) or inherit their sub-offset (a view of a member). */
+static void concat_in_place(pvg_plan *p, int *root_last)
+{
+    pvg_graph *g = p->g;
+    for (int s = 0; s < p->norder; s++) {
+        const pvg_node *n = &g->nodes[p->order[s]];
+        if (n->op != &pvg_op_Concat || n->nout < 1 || n->out[0] < 0) continue;
+        int o = n->out[0];
+        const pvc_tensor *ot = &p->vals[o];
+        if (ot->data || g->values[o].is_input || p->first[o] < 0 || p->storage[o] != o) continue;
+        int ax = pvg_concat_axis(p->params + (size_t)p->order[s] * PVG_PARAMS_BYTES);
+        bool outer1 = ax >= 0 && ax < ot->rank;
+        for (int d = 0; outer1 && d < ax; d++) outer1 = ot->dims[d] == 1;
+        if (!outer1) continue;
+        size_t off = 0;
+        for (int k = 0; k < n->nin; k++) {
+            int x = n->in[k];
+            if (x < 0) continue;
+            size_t nb = pvc_nbytes(&p->vals[x]);
+            bool once = true;
+            for (int j = 0; j < n->nin; j++) if (j != k && n->in[j] == x) once = false;
+            int pi = g->values[x].producer;
+            const pvg_node *pn = pi >= 0 ? &g->nodes[pi] : NULL;
+            bool ok = once && nb > 0 && off % 64 == 0 && !p->vals[x].data && !g->values[x].is_input &&
+                      p->first[x] >= 0 && p->storage[x] == x && x != o && pn && pn->op->run &&
+                      !(pn->op->flags & PVG_OP_ALIAS);
+            for (int i = 0; ok && i < g->noutputs; i++) ok = g->outputs[i] != x;
+            if (ok) {
+                p->storage[x] = o;
+                p->suboff[x] = off;
+                if (p->first[x] < p->first[o]) p->first[o] = p->first[x];
+                if (root_last[x] > root_last[o]) root_last[o] = root_last[x];
+            }
+            off += nb;
+        }
+    }
+}
+
 /* Storage assignment and arena offsets, after the run order is known. */
 static pv_status place(pvg_plan *p, pvc_msg *msg)
 {
@@ -275,14 +321,17 @@ static pv_status place(pvg_plan *p, pvc_msg *msg)
     /* storage roots: views share their input's root; in-place ops may take a dying input's */
     int *root_last = pvc_calloc((size_t)nv + 1, sizeof *root_last);
     if (!root_last) return pvc_fail(msg, PV_ENOMEM, "out of memory planning");
-    for (int v = 0; v < nv; v++) root_last[v] = p->last[v];
+    for (int v = 0; v < nv; v++) { root_last[v] = p->last[v]; p->suboff[v] = 0; }
+    const char *ce = getenv("PERCEIVE_CONCAT_IN_PLACE");
+    if (!ce || strcmp(ce, "0")) concat_in_place(p, root_last);
     for (int s = 0; s < steps; s++) {
         const pvg_node *n = &g->nodes[p->order[s]];
         int o = n->nout > 0 ? n->out[0] : -1, i0 = n->nin > 0 ? n->in[0] : -1;
-        if (o < 0 || i0 < 0 || p->vals[o].data) continue;
+        if (o < 0 || i0 < 0 || p->vals[o].data || p->storage[o] != o) continue;   /* placed in a Concat */
         int r = p->storage[i0];
         if (n->op->flags & PVG_OP_ALIAS) {
             p->storage[o] = r;
+            p->suboff[o] = p->suboff[i0];
             if (root_last[o] > root_last[r]) root_last[r] = root_last[o];
             continue;
         }
@@ -295,6 +344,7 @@ static pv_status place(pvg_plan *p, pvc_msg *msg)
         for (int k = 1; k < n->nout; k++) if (n->out[k] >= 0 && p->storage[n->out[k]] == r) shared = true;
         if (shared) continue;
         p->storage[o] = r;
+        p->suboff[o] = p->suboff[i0];
         if (root_last[o] > root_last[r]) root_last[r] = root_last[o];
         if (p->first[o] < p->first[r]) p->first[r] = p->first[o];
     }
@@ -303,7 +353,7 @@ static pv_status place(pvg_plan *p, pvc_msg *msg)
         if (p->first[v] < 0 || p->vals[v].rank < 0) continue;
         int r = p->storage[v];
         if (g->values[r].is_input || p->vals[r].data) continue;
-        size_t b = align_up(pvc_nbytes(&p->vals[v]));
+        size_t b = align_up(p->suboff[v] + pvc_nbytes(&p->vals[v]));
         if (b > p->size[r]) p->size[r] = b;
     }
     /* views of constants point at the constant */
@@ -360,7 +410,7 @@ static pv_status place(pvg_plan *p, pvc_msg *msg)
     /* members inherit the root's offset; lifetimes of members stay their own */
     for (int v = 0; v < nv; v++) {
         int r = p->storage[v];
-        if (r != v && p->offset[r] != SIZE_MAX) p->offset[v] = p->offset[r];
+        if (r != v && p->offset[r] != SIZE_MAX) p->offset[v] = p->offset[r] + p->suboff[v];
     }
     return PV_OK;
 }
@@ -406,13 +456,14 @@ pv_status pvg_plan_create(pvg_graph *g, const pvc_tensor *inputs, pvg_plan **out
     p->first = pvc_calloc((size_t)nv + 1, sizeof *p->first);
     p->last = pvc_calloc((size_t)nv + 1, sizeof *p->last);
     p->storage = pvc_calloc((size_t)nv + 1, sizeof *p->storage);
+    p->suboff = pvc_calloc((size_t)nv + 1, sizeof *p->suboff);
     p->in_desc = pvc_calloc((size_t)g->ninputs + 1, sizeof *p->in_desc);
     p->xin = pvc_calloc((size_t)maxio, sizeof *p->xin);
     p->xout = pvc_calloc((size_t)maxio, sizeof *p->xout);
     int *topo = pvc_calloc((size_t)nn + 1, sizeof *topo);
     drop_state drop = { NULL, NULL };
     if (!p->vals || !p->order || !p->params || !p->ws_node || !p->offset || !p->size || !p->first ||
-        !p->last || !p->storage || !p->in_desc || !p->xin || !p->xout || !topo) {
+        !p->last || !p->storage || !p->suboff || !p->in_desc || !p->xin || !p->xout || !topo) {
         s = pvc_fail(msg, PV_ENOMEM, "out of memory planning");
         goto fail;
     }

@@ -18,6 +18,8 @@ struct pvg_plan {
     size_t        *ws_node;
     size_t        *offset, *size;
     int           *first, *last, *storage;
+    size_t        *suboff;      /* per value: bytes from its storage root's start (a Concat
+                                   input placed inside the Concat's output; else 0) */
     pvc_tensor    *in_desc;     /* the input shapes this plan is for */
     pvc_tensor    *xin, *xout;  /* per-node scratch descriptors for replay */
     void         **owned;       /* buffers of values folded at plan time */
@@ -48,5 +50,8 @@ pv_status pvg_node_eval(pvg_node *n, const pvc_tensor *in, pvc_tensor *out, cons
  * PERCEIVE_SOLO_WORK overrides the limit (0: every node may use the pool). */
 double    pvg_node_work(const pvg_node *n, const pvc_tensor *in, const pvc_tensor *out);
 double    pvg_solo_limit(void);
+
+/* ops/concat.c: the axis a prepared Concat joins along. */
+int       pvg_concat_axis(const void *params);
 
 #endif

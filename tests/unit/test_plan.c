@@ -128,6 +128,118 @@ static void test_random_graphs(void **state)
     }
 }
 
+/* Random DAGs with Concat along axis 1 of [1, 16] values (outer 1, 64-byte chunks: the planner
+ * may place each input inside the Concat's output): members read again after the Concat,
+ * the graph input and repeated values as Concat inputs, Concat outputs as outputs, in-place
+ * and view candidates on both sides. Replay must equal a naive evaluation. */
+static void test_random_concat_graphs(void **state)
+{
+    (void)state;
+    enum { L = 16, MAXV = 64, MAXW = 3 * L };
+    int placed = 0;                        /* Concat inputs the planner put inside the output */
+    for (int trial = 0; trial < 300; trial++) {
+        rng_state = (uint64_t)trial * 104729 + 7;
+        pvg_graph *g = NULL;
+        assert_int_equal(pvg_graph_create(&g), PV_OK);
+        int x = pvg_value_get(g, "x");
+        g->values[x].is_input = true;
+        g->values[x].decl = oph_tensor(PV_F32, 2, (int64_t[]){ 1, L }, NULL);
+        g->inputs = pvc_calloc(1, sizeof(int));
+        g->inputs[g->ninputs++] = x;
+        int width[MAXV] = { 0 };           /* per value: its length (L, 2L or 3L) */
+        width[x] = L;
+        int nn = 4 + (int)(rnd() % 20);
+        static const char *const un[] = { "Identity", "Relu", "Sigmoid", "Neg" };
+        for (int i = 0; i < nn && g->nvalues < MAXV; i++) {
+            char vn[16];
+            snprintf(vn, sizeof vn, "v%d", i);
+            int out = pvg_value_get(g, vn), nv = g->nvalues - 1;
+            int a = (int)(rnd() % (unsigned)nv), kind = (int)(rnd() % 4);
+            if (kind == 0) {               /* Concat of 2 or 3 [1, L] values (repeats allowed) */
+                int k = 2 + (int)(rnd() % 2), ins[3], got = 0;
+                for (int t = 0; t < 40 && got < k; t++) {
+                    int c = (int)(rnd() % (unsigned)nv);
+                    if (width[c] == L) ins[got++] = c;
+                }
+                if (got < 2) { kind = 1; }
+                else {
+                    pvg_node *n;
+                    snprintf(vn, sizeof vn, "n%d", g->nnodes);
+                    assert_int_equal(pvg_node_add(g, vn, "Concat", "", got, 1, &n), PV_OK);
+                    for (int t = 0; t < got; t++) n->in[t] = ins[t];
+                    n->out[0] = out;
+                    n->attrs = pvc_calloc(1, sizeof *n->attrs);
+                    n->nattrs = 1;
+                    n->attrs[0].name = pvc_strdup("axis");
+                    n->attrs[0].type = PVG_ATTR_INT;
+                    n->attrs[0].i = 1;
+                    g->values[out].producer = g->nnodes - 1;
+                    width[out] = got * L;
+                    continue;
+                }
+            }
+            if (kind == 3) {               /* Add of two values of one width */
+                int b = (int)(rnd() % (unsigned)nv);
+                if (width[b] == width[a]) {
+                    add_node(g, "Add", a, b, out);
+                    width[out] = width[a];
+                    continue;
+                }
+            }
+            add_node(g, un[rnd() % 4], a, -1, out);
+            width[out] = width[a];
+        }
+        int nout = 1 + (int)(rnd() % 3);
+        g->outputs = pvc_calloc((size_t)nout, sizeof(int));
+        for (int i = 0; i < nout; i++) {
+            int v = 1 + (int)(rnd() % (unsigned)(g->nvalues - 1));
+            bool dup = false;
+            for (int k = 0; k < g->noutputs; k++) dup |= g->outputs[k] == v;
+            if (dup) continue;
+            g->values[v].is_output = true;
+            g->outputs[g->noutputs++] = v;
+        }
+        assert_int_equal(pvg_graph_bind_ops(g), PV_OK);
+        float xin[L];
+        for (int i = 0; i < L; i++) xin[i] = (float)((int)(rnd() % 200) - 100) / 37.0f;
+        pvc_tensor xt = oph_tensor(PV_F32, 2, (int64_t[]){ 1, L }, xin);
+        pvg_plan *p = NULL;
+        assert_int_equal(pvg_plan_create(g, &xt, &p), PV_OK);
+        check_invariants(g, p);
+        pvg_plan_info info;
+        pvg_plan_info_get(p, &info);
+        for (int i = 0; i < g->nnodes; i++)
+            if (!strcmp(g->nodes[i].op_type, "Concat"))
+                for (int k = 0; k < g->nodes[i].nin; k++) placed += info.storage[g->nodes[i].in[k]] == g->nodes[i].out[0];
+        pvc_tensor outs[4];
+        assert_int_equal(pvg_plan_run(p, &xt, NULL, outs), PV_OK);
+        float (*ref)[MAXW] = calloc((size_t)g->nvalues, sizeof *ref);
+        memcpy(ref[x], xin, sizeof xin);
+        for (int i = 0; i < g->nnodes; i++) {
+            pvg_node *n = &g->nodes[i];
+            pvc_tensor ins[3];
+            for (int k = 0; k < n->nin; k++) ins[k] = oph_tensor(PV_F32, 2, (int64_t[]){ 1, width[n->in[k]] }, ref[n->in[k]]);
+            oph_attr ax = OPH_INT("axis", 1);
+            bool cat = !strcmp(n->op_type, "Concat");
+            oph_result r = oph_run(n->op_type, 17, ins, n->nin, 0, 1, cat ? &ax : NULL, cat ? 1 : 0);
+            assert_int_equal(r.status, PV_OK);
+            memcpy(ref[n->out[0]], r.out[0].data, (size_t)width[n->out[0]] * sizeof(float));
+            oph_free(&r);
+        }
+        for (int i = 0; i < g->noutputs; i++) {
+            const float *got = outs[i].data;
+            int v = g->outputs[i];
+            assert_int_equal(pvc_numel(&outs[i]), width[v]);
+            for (int k = 0; k < width[v]; k++)
+                if (got[k] != ref[v][k]) fail_msg("trial %d output %d element %d: %g vs %g", trial, i, k, got[k], ref[v][k]);
+        }
+        free(ref);
+        pvg_plan_free(p);
+        pvg_graph_free(g);
+    }
+    if (!getenv("PERCEIVE_CONCAT_IN_PLACE")) assert_true(placed > 100);
+}
+
 static const char *demo(void) { return "tests/fixtures/demo/model.onnx"; }
 
 static void run_demo(pv_graph *g, pv_status *st)
@@ -302,6 +414,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_random_concat_graphs),
         cmocka_unit_test(test_demo_plan_invariants),
         cmocka_unit_test(test_alloc_fault_injection),
         cmocka_unit_test(test_run_allocates_nothing),

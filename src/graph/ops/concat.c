@@ -1,6 +1,8 @@
 /* Concat: joins inputs along 'axis'. Each input is outer x (dim * inner) contiguous blocks that
- * land side by side in the output rows. */
+ * land side by side in the output rows. When outer is 1 the planner may place an input inside
+ * the output's bytes (plan.c, concat_in_place): its copy is then a copy onto itself, skipped. */
 #include "graph/ops/axis_view.h"
+#include "graph/plan_impl.h"
 #include "kernels/ref/movement.h"
 
 typedef struct concat_params { int axis; } concat_params;
@@ -58,5 +60,7 @@ static pv_status concat_run(const pvg_exec *x)
     }
     return PV_OK;
 }
+
+int pvg_concat_axis(const void *params) { return ((const concat_params *)params)->axis; }
 
 const pvg_op pvg_op_Concat = { "Concat", "", 0, concat_prepare, concat_run };
