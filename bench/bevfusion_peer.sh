@@ -30,7 +30,7 @@ ITERS=${ITERS:-3}
 OUT=${OUT:-build/bench/bevfusion_peer}
 PRECISIONS=${PRECISIONS:-"fp32 bf16"}
 FRAME_BENCH=$(dirname "$PERCEIVE")/pv_bevfusion_bench
-SHARED=$(cd .. && pwd)/shared
+SHARED=$(cd .. && pwd)/shared/data
 PY=/usr/bin/python3
 mkdir -p "$OUT"
 for tool in "$FRAME_BENCH" "$PERCEIVE"; do [ -x "$tool" ] || { echo "bevfusion_peer: $tool not built (make)"; exit 1; }; done
