@@ -7,6 +7,8 @@
 # (cd tools/gen && npm install --onnxruntime-node-install=skip).
 # Usage: bench/run_models.sh [build/perceive] [iters] [models...]
 #   env: THREADS="2" (list), PRECISIONS="fp32 bf16", ROUNDS=3, BENCH_OUT=build/bench,
+#        ITERS_PER_MODEL="unseen=200" (graph=iters pairs overriding iters: a 2 ms graph needs
+#        hundreds of runs per round for a steady p50 on a shared box),
 #        ISAS="native" (list; "avx2" adds the AVX2-only columns: the same graphs with
 #        PERCEIVE_ISA=avx2, fp32 only, alternating with ORT again), GEMM=1 (0: no GEMM lines)
 # Prints first the CPU line (model, family/model numbers, the ISA perceive picks, AMX yes/no)
@@ -25,6 +27,7 @@ THREADS=${THREADS:-2}
 PRECISIONS=${PRECISIONS:-"fp32 bf16"}
 ROUNDS=${ROUNDS:-3}
 ISAS=${ISAS:-native}
+ITERS_PER_MODEL=${ITERS_PER_MODEL:-unseen=200}
 GEMM=${GEMM:-1}
 OUT=${BENCH_OUT:-build/bench}
 GEMM_BENCH=$(dirname "$PERCEIVE")/pv_gemm_bench
@@ -83,16 +86,18 @@ for m in $MODELS; do
   seed=$(cat "$dir/seed.txt" 2>/dev/null || echo 1)
   [ -s "$OUT/$m.onnx" ] && [ "$OUT/$m.onnx" -nt "$dir/skeleton.onnx" ] ||
     "$PERCEIVE" onnx fill "$dir/skeleton.onnx" "$OUT/$m.onnx" --seed "$seed" >/dev/null
+  iters=$ITERS
+  for kv in $ITERS_PER_MODEL; do [ "${kv%%=*}" = "$m" ] && iters=${kv#*=}; done
   for t in $THREADS; do
     for p in $PRECISIONS; do
       j=$OUT/$m.t$t.$p.json
-      "$PERCEIVE" onnx bench "$OUT/$m.onnx" --inputs "$dir/inputs.npz" --iters "$ITERS" --rounds "$ROUNDS" \
+      "$PERCEIVE" onnx bench "$OUT/$m.onnx" --inputs "$dir/inputs.npz" --iters "$iters" --rounds "$ROUNDS" \
           --threads "$t" --precision "$p" --json "$j" >"$OUT/$m.t$t.$p.log" 2>&1 ||
         { echo "| $m | $t | $p | failed: see $OUT/$m.t$t.$p.log |"; continue; }
       j2=""
       if [ $avx2 = yes ] && [ "$p" = fp32 ]; then
         j2=$OUT/$m.t$t.$p.avx2.json
-        PERCEIVE_ISA=avx2 "$PERCEIVE" onnx bench "$OUT/$m.onnx" --inputs "$dir/inputs.npz" --iters "$ITERS" \
+        PERCEIVE_ISA=avx2 "$PERCEIVE" onnx bench "$OUT/$m.onnx" --inputs "$dir/inputs.npz" --iters "$iters" \
             --rounds "$ROUNDS" --threads "$t" --precision "$p" --json "$j2" >"$OUT/$m.t$t.$p.avx2.log" 2>&1 || j2=failed
       fi
       /usr/bin/python3 - "$j" "$m" "$avx2" "$j2" <<'PY'
