@@ -816,7 +816,7 @@ static void pairs_case(const pvk_spconv_pairs_variant *var, int cin, int cout, i
 }
 
 /* Every direct-kernel variant this CPU runs against the plain one: odd input channel counts
- * (chunk tails), cout 16/32/48/64. */
+ * (chunk tails), cout 16/32/48/64, runs of 58 and 197 pairs. */
 static void test_spconv_pairs_variants(void **state)
 {
     (void)state;
@@ -826,7 +826,10 @@ static void test_spconv_pairs_variants(void **state)
         if (var->isa > pvc_isa_selected()) { printf("skip spconv pairs variant %s (not this CPU)\n", var->name); continue; }
         for (size_t ic = 0; ic < PVC_COUNTOF(cins); ic++)
             for (size_t oc = 0; oc < PVC_COUNTOF(couts); oc++)
-                if (couts[oc] % var->cout_mult == 0) pairs_case(var, cins[ic], couts[oc], 61);
+                if (couts[oc] % var->cout_mult == 0) {
+                    pairs_case(var, cins[ic], couts[oc], 61);
+                    pairs_case(var, cins[ic], couts[oc], 200);   /* several groups of pairs */
+                }
     }
 }
 

@@ -2,8 +2,8 @@
  * in 16 zmm for a chunk of NC x 16 output columns (NC 2 when cout is a multiple of 32, else 1)
  * and CC = 16 / NC input channels; every pair of the run broadcasts its CC input values and
  * adds the chunk's products into its output row (one load + one store per zmm). Several passes
- * (output chunks x input chunks) when cin x cout is larger; input chunks are 16/8/4/2/1 wide so
- * that every loop is unrolled at compile time. The products of a pair go into up to 4
+ * (output chunks x input chunks) over each group of 64 pairs when cin x cout is larger; input
+ * chunks are 16/8/4/2/1 wide so that every loop is unrolled at compile time. The products of a pair go into up to 4
  * independent chains (the FMA latency), summed before the row update: a fixed order for given
  * cin and cout. Compiled with the AVX-512 flags (this file only); called only when
  * pvc_isa_selected() >= AVX512 and cout % 16 == 0. */
@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 enum { PF_AHEAD = 16 };   /* pairs ahead whose input row is prefetched (random rows of x) */
+enum { GROUP = 64 };      /* pairs that every pass covers before the next group */
 
 static inline __attribute__((always_inline)) void
 run(const int NC, const int CC, int64_t n, const int32_t *restrict ii, const int32_t *restrict oi, int32_t a,
@@ -79,14 +80,20 @@ void pvk_spconv_pairs_avx512(int64_t n, const int32_t *in_idx, const int32_t *ou
                              int64_t cin, const float *w, int64_t cout, float *y)
 {
     const int nc = cout % 32 == 0 ? 2 : 1, ccmax = 16 / nc;
-    for (int64_t co = 0; co < cout; co += 16 * nc)
-        for (int64_t ci = 0; ci < cin;) {
-            int cc = ccmax;
-            while (cc > cin - ci) cc /= 2;
-            /* x and w offset to the chunk; the row strides stay cin and cout */
-            pass(nc, cc, n, in_idx, out_idx, a, x + ci, cin, w + ci * cout + co, cout, y + co);
-            ci += cc;
-        }
+    /* all passes over a group of pairs before the next group: the group's output and input
+     * rows stay in L1 across the passes instead of coming from L2 once per pass (32->64: ~8 %,
+     * 32->32: ~2 % per core on the 55k-site levels) */
+    for (int64_t g = 0; g < n; g += GROUP) {
+        const int64_t ng = PVC_MIN((int64_t)GROUP, n - g);
+        for (int64_t co = 0; co < cout; co += 16 * nc)
+            for (int64_t ci = 0; ci < cin;) {
+                int cc = ccmax;
+                while (cc > cin - ci) cc /= 2;
+                /* x and w offset to the chunk; the row strides stay cin and cout */
+                pass(nc, cc, ng, in_idx + g, out_idx + g, a, x + ci, cin, w + ci * cout + co, cout, y + co);
+                ci += cc;
+            }
+    }
 }
 
 /* ---- wide layers: pairs in register tiles (kernels/spconv_pairs.h, "wide") ------------------ */
