@@ -5,6 +5,7 @@
  * of at most 2^(rank-1) source rows ("corners"), each interpolated along the last axis with
  * that axis's table; a plain 2-D bilinear upsample is two corners per row. */
 #include "kernels/ref/resample.h"
+#include "kernels/ref/eltwise_simd.h"
 
 #include <math.h>
 #include <string.h>
@@ -72,6 +73,38 @@ static void gather_row(size_t es, const char *src, const int64_t *idx, int64_t n
     }
 }
 
+/* A 2-D bilinear output row blends two source rows, each interpolated along the last axis;
+ * consecutive output rows mostly share their source rows (an upsample reads each one for
+ * about scale output rows), so a task keeps the last two interpolated rows: the gathers run
+ * once per source row, and each output row is one vector blend. Same arithmetic per element
+ * as the uncached expression (f0 * h0 + f1 * h1, h = s[i0] * (1 - w) + s[i1] * w). */
+#define HROW_MAX 1024
+typedef struct hcache { int64_t key[2]; int next; float row[2][HROW_MAX], tmp[HROW_MAX]; } hcache;
+
+static const float *hrow(hcache *hc, const float *x, int64_t off, const int64_t *i0, const int64_t *i1,
+                         const float *w, int64_t n)
+{
+    for (int k = 0; k < 2; k++) if (hc->key[k] == off) return hc->row[k];
+    int k = hc->next;
+    hc->next ^= 1;
+    hc->key[k] = off;
+    const float *s = x + off;
+    float *h = hc->row[k];
+    for (int64_t i = 0; i < n; i++) h[i] = s[i0[i]] * (1.0f - w[i]) + s[i1[i]] * w[i];
+    return h;
+}
+
+/* y = f0 h0 + f1 h1 through the vector rows (eltwise_simd.h: the -O2 build does not vectorize
+ * a plain loop of unknown length); the same two products and one sum per element as the
+ * scalar expression, so the result is identical. t: n floats of scratch. */
+static void blend2(float *y, const float *h0, const float *h1, float f0, float f1, int64_t n, float *t)
+{
+    pvk_vbin_fn bin = pvk_vec_selected()->binary;
+    bin(PVK_VB_MUL, h0, 1, &f0, 0, y, n, NULL);
+    bin(PVK_VB_MUL, h1, 1, &f1, 0, t, n, NULL);
+    bin(PVK_VB_ADD, y, 1, t, 1, y, n, NULL);
+}
+
 static void resize_task(void *cv, int64_t b, int64_t e, int tid)
 {
     (void)tid;
@@ -86,6 +119,9 @@ static void resize_task(void *cv, int64_t b, int64_t e, int tid)
     for (int a = L - 1; a >= 0; a--) { co[a] = rem % p->out[a]; rem /= p->out[a]; }
     int64_t off[MAX_CORNERS];
     float wt[MAX_CORNERS];
+    hcache hc;
+    hc.key[0] = hc.key[1] = -1;
+    hc.next = 0;
     for (int64_t row = b; row < e; row++) {
         int nc = 1;
         off[0] = 0;
@@ -112,7 +148,11 @@ static void resize_task(void *cv, int64_t b, int64_t e, int tid)
             const float *s0 = (const float *)c->x + off[0];
             if (nc == 1) {                  /* only the last axis interpolates here */
                 for (int64_t i = 0; i < W; i++) y[i] = s0[li0[i]] * (1.0f - lw[i]) + s0[li1[i]] * lw[i];
-            } else if (nc == 2) {           /* the 2-D bilinear case */
+            } else if (nc == 2 && W <= HROW_MAX) {   /* 2-D bilinear: cached horizontal rows */
+                const float *h0 = hrow(&hc, (const float *)c->x, off[0], li0, li1, lw, W);
+                const float *h1 = hrow(&hc, (const float *)c->x, off[1], li0, li1, lw, W);
+                blend2(y, h0, h1, wt[0], wt[1], W, hc.tmp);
+            } else if (nc == 2) {           /* the 2-D bilinear case, wide rows */
                 const float *s1 = (const float *)c->x + off[1];
                 float f0 = wt[0], f1 = wt[1];
                 for (int64_t i = 0; i < W; i++) {
