@@ -15,7 +15,7 @@ enum { PF_AHEAD = 16 };   /* pairs ahead whose input row is prefetched (random r
 enum { GROUP = 64 };      /* pairs that every pass covers before the next group */
 
 static inline __attribute__((always_inline)) void
-run(const int NC, const int CC, int64_t n, const int32_t *restrict ii, const int32_t *restrict oi, int32_t a,
+run(const int NC, const int CC, int64_t n, int64_t npf, const int32_t *restrict ii, const int32_t *restrict oi, int32_t a,
     const float *restrict x, int64_t cin, const float *restrict w, int64_t cout, float *restrict y)
 {
     const int CH = CC >= 4 ? (NC == 1 ? 4 : 2) : CC;   /* independent chains */
@@ -25,7 +25,7 @@ run(const int NC, const int CC, int64_t n, const int32_t *restrict ii, const int
 #pragma GCC unroll 2
         for (int j = 0; j < NC; j++) wv[c][j] = _mm512_loadu_ps(w + c * cout + 16 * j);
     for (int64_t p = 0; p < n; p++) {
-        if (p + PF_AHEAD < n) _mm_prefetch((const char *)(x + (int64_t)ii[p + PF_AHEAD] * cin), _MM_HINT_T0);
+        if (p + PF_AHEAD < npf) _mm_prefetch((const char *)(x + (int64_t)ii[p + PF_AHEAD] * cin), _MM_HINT_T0);
         const float *xi = x + (int64_t)ii[p] * cin;
         float *yo = y + (int64_t)(oi[p] - a) * cout;
         __m512 s[4][2];
@@ -53,10 +53,10 @@ run(const int NC, const int CC, int64_t n, const int32_t *restrict ii, const int
 }
 
 /* One pass: output columns [co, co + 16 NC), input channels [ci, ci + cc). */
-static void pass(int nc, int cc, int64_t n, const int32_t *ii, const int32_t *oi, int32_t a, const float *x,
+static void pass(int nc, int cc, int64_t n, int64_t npf, const int32_t *ii, const int32_t *oi, int32_t a, const float *x,
                  int64_t cin, const float *w, int64_t cout, float *y)
 {
-#define PASS(NC, CC) run(NC, CC, n, ii, oi, a, x, cin, w, cout, y)
+#define PASS(NC, CC) run(NC, CC, n, npf, ii, oi, a, x, cin, w, cout, y)
     if (nc == 2) {
         switch (cc) {
         case 8: PASS(2, 8); break;
@@ -80,17 +80,19 @@ void pvk_spconv_pairs_avx512(int64_t n, const int32_t *in_idx, const int32_t *ou
                              int64_t cin, const float *w, int64_t cout, float *y)
 {
     const int nc = cout % 32 == 0 ? 2 : 1, ccmax = 16 / nc;
-    /* all passes over a group of pairs before the next group: the group's output and input
-     * rows stay in L1 across the passes instead of coming from L2 once per pass (32->64: ~8 %,
-     * 32->32: ~2 % per core on the 55k-site levels) */
-    for (int64_t g = 0; g < n; g += GROUP) {
-        const int64_t ng = PVC_MIN((int64_t)GROUP, n - g);
+    /* several passes: all of them over a group of pairs before the next group, so that the
+     * group's output and input rows stay in L1 across the passes instead of coming from L2 once
+     * per pass (32->64: ~8 %, 32->32: ~2 % per core on the 55k-site levels); the prefetches
+     * look past the group's end */
+    const int64_t group = cout > 16 * nc || cin > ccmax ? GROUP : PVC_MAX(n, 1);
+    for (int64_t g = 0; g < n; g += group) {
+        const int64_t ng = PVC_MIN(group, n - g);
         for (int64_t co = 0; co < cout; co += 16 * nc)
             for (int64_t ci = 0; ci < cin;) {
                 int cc = ccmax;
                 while (cc > cin - ci) cc /= 2;
                 /* x and w offset to the chunk; the row strides stay cin and cout */
-                pass(nc, cc, ng, in_idx + g, out_idx + g, a, x + ci, cin, w + ci * cout + co, cout, y + co);
+                pass(nc, cc, ng, n - g, in_idx + g, out_idx + g, a, x + ci, cin, w + ci * cout + co, cout, y + co);
                 ci += cc;
             }
     }
