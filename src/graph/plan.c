@@ -221,7 +221,7 @@ static pv_status link_layouts(pvg_plan *p, pvc_msg *msg)
 /* g->drop_consumed: a constant is freed as soon as the last node reading it is prepared, when
  * every reader copied it into its own layout (pvg_prep.consumed: weights packed for a GEMM,
  * reordered for oneDNN), so the process holds the weights once and its peak stays near one copy.
- * Constants read by nodes folded at plan time, graph outputs and anything a dead node reads stay.
+ * Constants read by nodes folded at plan time and graph outputs stay.
  * pending[v]: reader slots not prepared yet; keep[v]: some reader still needs the bytes. */
 typedef struct drop_state { int *pending; unsigned char *keep; } drop_state;
 
@@ -232,8 +232,11 @@ static pv_status drop_begin(const pvg_graph *g, drop_state *d, pvc_msg *msg)
     d->pending = pvc_calloc((size_t)g->nvalues + 1, sizeof *d->pending);
     d->keep = pvc_calloc((size_t)g->nvalues + 1, 1);
     if (!d->pending || !d->keep) return pvc_fail(msg, PV_ENOMEM, "out of memory planning");
+    /* dead nodes (replaced by a fusion: the MatMul + Add a Linear took over) never run: their
+     * reads do not hold a constant (counting them kept every fused weight twice) */
     for (int i = 0; i < g->nnodes; i++)
-        for (int k = 0; k < g->nodes[i].nin; k++) if (g->nodes[i].in[k] >= 0) d->pending[g->nodes[i].in[k]]++;
+        for (int k = 0; k < g->nodes[i].nin && !g->nodes[i].dead; k++)
+            if (g->nodes[i].in[k] >= 0) d->pending[g->nodes[i].in[k]]++;
     for (int i = 0; i < g->noutputs; i++) d->keep[g->outputs[i]] = 1;
     return PV_OK;
 }
@@ -264,7 +267,8 @@ static void drop_end(drop_state *d)
  * chunk of the output, so an input computed by a kernel can be written straight into its chunk
  * and the Concat's copy disappears (the BEVFusion neck joins two 33 MB maps this way). An input
  * is placed when an arena value that this step's producer writes (no view, no graph input or
- * constant), read once by this Concat, not yet placed anywhere, with a 64-byte aligned chunk.
+ * constant), read once by this Concat, not yet placed anywhere, with a 64-byte aligned chunk
+ * (an input that is itself a Concat output brings its own members along).
  * Its storage root becomes the output, whose lifetime then starts at its first member's. Runs
  * before views and in-place sharing are assigned, which then leave members alone (their
  * bytes belong to the output) or inherit their sub-offset (a view of a member). */
@@ -295,6 +299,10 @@ static void concat_in_place(pvg_plan *p, int *root_last)
                       !(pn->op->flags & PVG_OP_ALIAS);
             for (int i = 0; ok && i < g->noutputs; i++) ok = g->outputs[i] != x;
             if (ok) {
+                /* x may be a Concat output with its own members (nested joins): they move
+                 * into o too, at their place inside x's chunk */
+                for (int v = 0; v < g->nvalues; v++)
+                    if (v != x && p->storage[v] == x) { p->storage[v] = o; p->suboff[v] += off; }
                 p->storage[x] = o;
                 p->suboff[x] = off;
                 if (p->first[x] < p->first[o]) p->first[o] = p->first[x];

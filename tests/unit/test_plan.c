@@ -128,14 +128,14 @@ static void test_random_graphs(void **state)
     }
 }
 
-/* Random DAGs with Concat along axis 1 of [1, 16] values (outer 1, 64-byte chunks: the planner
- * may place each input inside the Concat's output): members read again after the Concat,
+/* Random DAGs with Concat along axis 1 of [1, 16k] values (outer 1, 64-byte chunks: the planner
+ * may place each input inside the Concat's output), nested Concats, members read again after the Concat,
  * the graph input and repeated values as Concat inputs, Concat outputs as outputs, in-place
  * and view candidates on both sides. Replay must equal a naive evaluation. */
 static void test_random_concat_graphs(void **state)
 {
     (void)state;
-    enum { L = 16, MAXV = 64, MAXW = 3 * L };
+    enum { L = 16, MAXV = 64, MAXW = 6 * L };
     int placed = 0;                        /* Concat inputs the planner put inside the output */
     for (int trial = 0; trial < 300; trial++) {
         rng_state = (uint64_t)trial * 104729 + 7;
@@ -146,7 +146,7 @@ static void test_random_concat_graphs(void **state)
         g->values[x].decl = oph_tensor(PV_F32, 2, (int64_t[]){ 1, L }, NULL);
         g->inputs = pvc_calloc(1, sizeof(int));
         g->inputs[g->ninputs++] = x;
-        int width[MAXV] = { 0 };           /* per value: its length (L, 2L or 3L) */
+        int width[MAXV] = { 0 };           /* per value: its length (a multiple of L) */
         width[x] = L;
         int nn = 4 + (int)(rnd() % 20);
         static const char *const un[] = { "Identity", "Relu", "Sigmoid", "Neg" };
@@ -155,11 +155,12 @@ static void test_random_concat_graphs(void **state)
             snprintf(vn, sizeof vn, "v%d", i);
             int out = pvg_value_get(g, vn), nv = g->nvalues - 1;
             int a = (int)(rnd() % (unsigned)nv), kind = (int)(rnd() % 4);
-            if (kind == 0) {               /* Concat of 2 or 3 [1, L] values (repeats allowed) */
-                int k = 2 + (int)(rnd() % 2), ins[3], got = 0;
+            if (kind == 0) {               /* Concat of 2 or 3 values (repeats allowed; a Concat
+                                              output may be joined again: nested) */
+                int k = 2 + (int)(rnd() % 2), ins[3], got = 0, total = 0;
                 for (int t = 0; t < 40 && got < k; t++) {
                     int c = (int)(rnd() % (unsigned)nv);
-                    if (width[c] == L) ins[got++] = c;
+                    if (total + width[c] <= MAXW) { ins[got++] = c; total += width[c]; }
                 }
                 if (got < 2) { kind = 1; }
                 else {
@@ -174,7 +175,7 @@ static void test_random_concat_graphs(void **state)
                     n->attrs[0].type = PVG_ATTR_INT;
                     n->attrs[0].i = 1;
                     g->values[out].producer = g->nnodes - 1;
-                    width[out] = got * L;
+                    width[out] = total;
                     continue;
                 }
             }
