@@ -246,7 +246,7 @@ static pvk_spconv_pairs_fn direct_kernel(const pvs_conv_desc *d)
 }
 
 /* The wide layers at fp32 (no packed W[k]): the register-tiled pairs kernel where a SIMD
- * variant takes cout (kernels/spconv_pairs.h, "wide"; 1.4-1.6x the gathered GEMM per core,
+ * variant takes cout (kernels/spconv_pairs.h, "wide"; 1.2-1.5x the gathered GEMM per core,
  * BENCHMARKS.md "sparse encoder: wide kernel"). NULL: the GEMM path (also for packed W[k]:
  * bf16 runs on the packed GEMM). PERCEIVE_SPCONV_WIDE=0 turns it off, for A/B runs. */
 static pvk_spconv_pairs_fn wide_kernel(const pvs_conv_desc *d)
