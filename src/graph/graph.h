@@ -244,7 +244,8 @@ pv_status pvg_stub_prepare(pvg_prep *p);
 #undef PVG_OP
 
 /* ---- passes ------------------------------------------------------------------------------- */
-typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused, f16_lifted, linear_fused; } pvg_pass_stats;
+typedef struct pvg_pass_stats { int folded, bn_folded, act_fused, attn_fused, gelu_fused, eltwise_act_fused, f16_lifted, linear_fused,
+                                 transposes_folded; } pvg_pass_stats;
 pv_status pvg_passes_run(pvg_graph *g, bool fuse, pvg_pass_stats *st);
 /* MatMul -> scale -> [Add mask] -> Softmax -> MatMul chains into perceive::Attention
  * (passes/attention.c). The operator is built in (op_common.c). */
