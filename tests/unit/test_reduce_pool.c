@@ -914,6 +914,27 @@ static void test_resize_nd_and_axes(void **state)
     oph_free(&r);
 }
 
+/* The GlobalAveragePool sum: every variant this CPU runs against the plain twin, lengths 0..600
+ * (every tail), values over 12 orders of magnitude, within 1e-12 of the sum of |x|. */
+static void test_sum_f64_variants(void **state)
+{
+    (void)state;
+    pvk_sum_f64_fn fast = pvk_sum_f64_select();
+    float *x = malloc(600 * sizeof *x);
+    uint32_t r = 12345;
+    for (int n = 0; n <= 600; n += (n < 70 ? 1 : 37)) {
+        double mag = 0;
+        for (int i = 0; i < n; i++) {
+            r = r * 1664525u + 1013904223u;
+            x[i] = (float)((double)(r >> 8) / 16777216.0 - 0.5) * powf(10.0f, (float)((int)(r % 13) - 6));
+            mag += fabs(x[i]);
+        }
+        double a = pvk_sum_f64_ref(x, n), b = fast(x, n);
+        if (fabs(a - b) > 1e-12 * mag) fail_msg("n %d: %.17g vs %.17g", n, a, b);
+    }
+    free(x);
+}
+
 static void test_resize_threads(void **state)
 {
     (void)state;
@@ -1098,6 +1119,7 @@ int main(void)
         cmocka_unit_test(test_pool_random),
         cmocka_unit_test(test_avgpool_hand),
         cmocka_unit_test(test_pool_threads),
+        cmocka_unit_test(test_sum_f64_variants),
         cmocka_unit_test(test_pool_errors),
         cmocka_unit_test(test_pool_f16),
         cmocka_unit_test(test_resize_linear_hand),

@@ -205,29 +205,39 @@ void pvk_avgpool_f32(pvc_pool *pool, const pvk_pool_geom *g, const float *x, flo
 
 /* ---- GlobalAveragePool -------------------------------------------------------------------- */
 
-typedef struct gap_ctx { const float *x; float *y; int64_t size; } gap_ctx;
+double pvk_sum_f64_ref(const float *x, int64_t n)
+{
+    /* eight running sums: one serial chain of double adds ran at a quarter of the load rate
+     * (4-cycle latency per element); the order changes only double rounding */
+    double acc[8] = { 0 }, s = 0.0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+    for (; i < n; i++) s += x[i];
+    return s + (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])));
+}
+
+pvk_sum_f64_fn pvk_sum_f64_select(void)
+{
+#if defined(__x86_64__) || defined(_M_X64)
+    if (pvc_isa_selected() >= PVC_ISA_AVX512) return pvk_sum_f64_avx512;
+#endif
+    return pvk_sum_f64_ref;
+}
+
+typedef struct gap_ctx { const float *x; float *y; int64_t size; pvk_sum_f64_fn sum; } gap_ctx;
 
 static void gap_task(void *cv, int64_t b, int64_t e, int tid)
 {
     (void)tid;
     const gap_ctx *c = cv;
-    for (int64_t p = b; p < e; p++) {
-        const float *x = c->x + p * c->size;
-        /* eight running sums: one serial chain of double adds ran at a quarter of the load rate
-         * (4-cycle latency per element); the order changes only double rounding */
-        double acc[8] = { 0 }, s = 0.0;
-        int64_t i = 0;
-        for (; i + 8 <= c->size; i += 8)
-            for (int k = 0; k < 8; k++) acc[k] += x[i + k];
-        for (; i < c->size; i++) s += x[i];
-        s += ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-        c->y[p] = c->size ? (float)(s / (double)c->size) : NAN;
-    }
+    for (int64_t p = b; p < e; p++)
+        c->y[p] = c->size ? (float)(c->sum(c->x + p * c->size, c->size) / (double)c->size) : NAN;
 }
 
 void pvk_global_avgpool_f32(pvc_pool *pool, int64_t planes, int64_t plane_size, const float *x,
                             float *y)
 {
-    gap_ctx c = { x, y, plane_size };
+    gap_ctx c = { x, y, plane_size, pvk_sum_f64_select() };
     pvc_parallel_for(pool, planes, PVC_MAX(1, 65536 / PVC_MAX(1, plane_size)), gap_task, &c);
 }

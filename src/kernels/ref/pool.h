@@ -30,6 +30,14 @@ void pvk_maxpool_ref(pvc_pool *pool, const pvk_pool_geom *g, pv_dtype t, const v
  * count_include_pad, else the number of real elements in it (an empty window gives 0). */
 void pvk_avgpool_f32(pvc_pool *pool, const pvk_pool_geom *g, const float *x, float *y);
 
+/* Sum of n floats in double: the plain twin (eight running sums) and the AVX-512 variant
+ * (32 lanes: four vectors of 8 doubles); they differ only in the order of double additions
+ * (tested within 1e-12 of the sum of |x|). pvk_sum_f64_select: the best one this CPU runs. */
+typedef double (*pvk_sum_f64_fn)(const float *x, int64_t n);
+double pvk_sum_f64_ref(const float *x, int64_t n);
+double pvk_sum_f64_avx512(const float *x, int64_t n);
+pvk_sum_f64_fn pvk_sum_f64_select(void);
+
 /* y[p] = mean of x[p * plane_size .. + plane_size), float32 (sums in double). */
 void pvk_global_avgpool_f32(pvc_pool *pool, int64_t planes, int64_t plane_size, const float *x,
                             float *y);
