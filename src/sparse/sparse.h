@@ -89,6 +89,10 @@ typedef struct pvs_rulebook {
 size_t    pvs_hash_scratch_bytes(int64_t n);
 pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
                             void *scratch, pvc_msg *msg);
+/* The hash-probe builder pvs_rulebook_subm replaced (same arguments, same rulebook, same
+ * messages): its test oracle. */
+pv_status pvs_rulebook_subm_ref(pvc_pool *pool, const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
+                                void *scratch, pvc_msg *msg);
 
 /* Strided ("regular") sparse conv: out_dim = floor((in + 2p - k) / s) + 1 per axis; the out
  * site set is every o in range reached by >= 1 active input (o * s - p + k = i), sorted by

@@ -544,6 +544,48 @@ static void test_rulebooks_brute(void **state)
                 }
 }
 
+/* pvs_rulebook_subm (merge over sorted keys) against its oracle pvs_rulebook_subm_ref (hash
+ * probes) on grids too large for brute force: sparse and dense, rows of one cell (the linear
+ * key wraps at every step), kernels wider than the grid; shuffled (sorted by the builder) and
+ * in key order; inline and on the pool (>= 16384 sites). Exact equality. */
+static void test_subm_merge_vs_hash(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = { { 200, 150, 41 }, { 60, 50, 12 }, { 40000, 1, 1 }, { 1000, 4, 9 }, { 30, 2, 3 } };
+    static const double dens[] = { 0.02, 0.5, 0.5, 0.5, 0.6 };
+    static const int32_t ks[][3] = { { 3, 3, 3 }, { 1, 3, 1 }, { 3, 1, 3 }, { 5, 5, 1 }, { 1, 27, 1 },
+                                     { 3, 9, 1 }, { 1, 1, 1 }, { 1, 1, 27 }, { 3, 3, 1 } };
+    for (size_t si = 0; si < PVC_COUNTOF(shapes); si++)
+        for (int shuffle = 0; shuffle < 2; shuffle++) {
+            pvs_sites in = make_sites(shapes[si][0], shapes[si][1], shapes[si][2], dens[si], shuffle);
+            void *scratch = malloc(pvs_hash_scratch_bytes(in.n));
+            for (size_t ki = 0; ki < PVC_COUNTOF(ks); ki++)
+                for (int v = 0; v < 2; v++) {
+                    pvc_pool *pool = v == 0 ? NULL : pool2;
+                    const int32_t K = ks[ki][0] * ks[ki][1] * ks[ki][2];
+                    pvs_rulebook want, got;
+                    rb_alloc(&want, (in.n > 0 ? in.n : 1) * K);
+                    rb_alloc(&got, (in.n > 0 ? in.n : 1) * K);
+                    pvc_msg msg = { { 0 } };
+                    if (pvs_rulebook_subm_ref(pool, &in, ks[ki], &want, scratch, &msg) != PV_OK) fail_msg("ref: %s", msg.text);
+                    memset(scratch, 0x5a, pvs_hash_scratch_bytes(in.n));   /* nothing carried over */
+                    if (pvs_rulebook_subm(pool, &in, ks[ki], &got, scratch, &msg) != PV_OK) fail_msg("merge: %s", msg.text);
+                    assert_int_equal(got.K, K);
+                    assert_int_equal(got.n_in, in.n);
+                    assert_int_equal(got.n_out, want.n_out);
+                    assert_memory_equal(got.start, want.start, (size_t)(K + 1) * sizeof(int64_t));
+                    if (want.start[K] > 0) {
+                        assert_memory_equal(got.in_idx, want.in_idx, (size_t)want.start[K] * sizeof(int32_t));
+                        assert_memory_equal(got.out_idx, want.out_idx, (size_t)want.start[K] * sizeof(int32_t));
+                    }
+                    rb_free(&want);
+                    rb_free(&got);
+                }
+            free(scratch);
+            free(in.xyz);
+        }
+}
+
 /* out_dim = floor((in + 2p - k) / s) + 1 along the BEVFusion chain; empty site sets work. */
 static void test_out_dims_and_empty(void **state)
 {
@@ -905,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_vox_errors),
         cmocka_unit_test(test_vox_random),
         cmocka_unit_test(test_rulebooks_brute),
+        cmocka_unit_test(test_subm_merge_vs_hash),
         cmocka_unit_test(test_out_dims_and_empty),
         cmocka_unit_test(test_rulebook_errors),
         cmocka_unit_test(test_conv_dense_equivalence),
