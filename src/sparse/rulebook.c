@@ -444,6 +444,97 @@ static void down_fill(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
+/* Out keys (parked in out_idx, each list sorted) -> out site numbers in increasing key order,
+ * by a K-way merge; the out coordinates written while they fit out->cap. Returns the count.
+ * One pass over the heads per output both consumes the current key and finds the next; keys
+ * never reach UINT32_MAX. */
+static int64_t down_number_merge(pvs_rulebook *rb, const int32_t od[3], pvs_sites *out)
+{
+    const int32_t K = rb->K;
+    uint32_t head[27], m = UINT32_MAX;
+    int64_t pos[27];
+    for (int32_t k = 0; k < K; k++) {
+        pos[k] = rb->start[k];
+        head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
+        m = head[k] < m ? head[k] : m;
+    }
+    const uint32_t plane = (uint32_t)od[1] * (uint32_t)od[2];
+    int64_t n_out = 0;
+    while (m != UINT32_MAX) {
+        if (n_out < out->cap) {
+            int32_t *o = out->xyz + 3 * n_out;
+            o[0] = (int32_t)(m / plane);
+            o[1] = (int32_t)(m % plane / (uint32_t)od[2]);
+            o[2] = (int32_t)(m % (uint32_t)od[2]);
+        }
+        uint32_t next = UINT32_MAX;
+        for (int32_t k = 0; k < K; k++) {
+            uint32_t h = head[k];
+            if (h == m) {
+                rb->out_idx[pos[k]++] = (int32_t)n_out;
+                h = head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
+            }
+            next = h < next ? h : next;
+        }
+        m = next;
+        n_out++;
+    }
+    return n_out;
+}
+
+/* The same numbers one out x-plane at a time, without comparing heads: each list's keys in the
+ * plane (a run, as the list is sorted) set bits of a plane bitmap, the set bits in order are
+ * the plane's out sites (numbered into a plane map), and the runs are rewritten from the map.
+ * ~27 head compares per out site become ~2 touches per pair. bits: (plane + 63) / 64 words,
+ * zero on return; map: plane int32s. */
+static int64_t down_number_planes(pvs_rulebook *rb, const int32_t od[3], uint64_t *bits, int32_t *map,
+                                  pvs_sites *out)
+{
+    const int32_t K = rb->K;
+    const uint32_t plane = (uint32_t)od[1] * (uint32_t)od[2];
+    const int64_t words = ((int64_t)plane + 63) / 64;
+    int32_t *out_idx = rb->out_idx;
+    int64_t pos[27], run_end[27], n_out = 0;
+    memcpy(pos, rb->start, sizeof pos);
+    memset(bits, 0, (size_t)words * sizeof *bits);
+    for (int32_t ox = 0; ox < od[0]; ox++) {
+        const uint32_t base = (uint32_t)ox * plane, lim = base + plane;   /* < 2^32 - 1: cells fit */
+        bool any = false;
+        for (int32_t k = 0; k < K; k++) {
+            int64_t p = pos[k];
+            const int64_t e = rb->start[k + 1];
+            for (; p < e && (uint32_t)out_idx[p] < lim; p++) {
+                const uint32_t c = (uint32_t)out_idx[p] - base;
+                bits[c >> 6] |= (uint64_t)1 << (c & 63);
+            }
+            run_end[k] = p;
+            any |= p > pos[k];
+        }
+        if (!any) continue;
+        for (int64_t w = 0; w < words; w++) {
+            uint64_t m = bits[w];
+            if (!m) continue;
+            bits[w] = 0;
+            for (; m; m &= m - 1) {
+                const uint32_t c = (uint32_t)(w * 64 + __builtin_ctzll(m));
+                map[c] = (int32_t)n_out;
+                if (n_out < out->cap) {
+                    int32_t *o = out->xyz + 3 * n_out;
+                    o[0] = ox;
+                    o[1] = (int32_t)(c / (uint32_t)od[2]);
+                    o[2] = (int32_t)(c % (uint32_t)od[2]);
+                }
+                n_out++;
+            }
+        }
+        for (int32_t k = 0; k < K; k++) {
+            for (int64_t p = pos[k]; p < run_end[k]; p++) out_idx[p] = map[(uint32_t)out_idx[p] - base];
+            pos[k] = run_end[k];
+        }
+    }
+    return n_out;
+}
+
 pv_status pvs_rulebook_down(pvc_pool *pool, const pvs_sites *in, const int32_t ksize[3], const int32_t stride[3],
                             const int32_t pad[3], pvs_sites *out, pvs_rulebook *rb, void *scratch,
                             pvc_msg *msg)
@@ -530,36 +621,13 @@ pv_status pvs_rulebook_down(pvc_pool *pool, const pvs_sites *in, const int32_t k
         }
     pvc_parallel_for(pool, parts, 1, down_fill, &dj);
 
-    /* K-way merge: number the distinct keys in increasing order; keys never reach UINT32_MAX.
-     * One pass over the heads per output both consumes the current key and finds the next. */
-    uint32_t head[27], m = UINT32_MAX;
-    int64_t pos[27];
-    for (int32_t k = 0; k < K; k++) {
-        pos[k] = rb->start[k];
-        head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
-        m = head[k] < m ? head[k] : m;
-    }
-    const uint32_t plane = (uint32_t)od[1] * (uint32_t)od[2];
-    int64_t n_out = 0;
-    while (m != UINT32_MAX) {
-        if (n_out < out->cap) {
-            int32_t *o = out->xyz + 3 * n_out;
-            o[0] = (int32_t)(m / plane);
-            o[1] = (int32_t)(m % plane / (uint32_t)od[2]);
-            o[2] = (int32_t)(m % (uint32_t)od[2]);
-        }
-        uint32_t next = UINT32_MAX;
-        for (int32_t k = 0; k < K; k++) {
-            uint32_t h = head[k];
-            if (h == m) {
-                rb->out_idx[pos[k]++] = (int32_t)n_out;
-                h = head[k] = pos[k] < rb->start[k + 1] ? (uint32_t)rb->out_idx[pos[k]] : UINT32_MAX;
-            }
-            next = h < next ? h : next;
-        }
-        m = next;
-        n_out++;
-    }
+    /* number the out keys: plane by plane where the plane's scratch fits in the sort's spare
+     * key array, else by a K-way merge (the same numbers) */
+    const int64_t plane_cells = (int64_t)od[1] * od[2], words = (plane_cells + 63) / 64;
+    uint64_t *spare = a == (uint64_t *)scratch ? b : (uint64_t *)scratch;
+    const int64_t n_out = words * 8 + plane_cells * 4 <= (n > 0 ? n : 1) * 8
+                              ? down_number_planes(rb, od, spare, (int32_t *)(spare + words), out)
+                              : down_number_merge(rb, od, out);
     if (n_out > out->cap)
         return pvc_fail(msg, PV_EINPUT, "%s: %lld out sites (from %lld in sites, ksize %d x %d x %d, stride %d x %d x %d) "
                         "exceed the out capacity of %lld", fn, (long long)n_out, (long long)n, ksize[0], ksize[1],
