@@ -19,9 +19,11 @@
  * skipped when already sorted, as every level after the first is). For one offset k the map
  * i -> o = (i + p - k) / s (where it divides and lands in range) is strictly increasing in
  * that order, so visiting the sorted inputs and appending each valid (i, k) to list k yields
- * lists already sorted by output key. A K-way merge of the lists then numbers the distinct
- * output keys in increasing order (the sorted output site set) and rewrites each list's keys
- * as those numbers. Scratch is O(n_in) whatever the stride (two key arrays for the sort). */
+ * lists already sorted by output key. The distinct output keys are then numbered in
+ * increasing order (the sorted output site set) and each list's keys rewritten as those
+ * numbers: one output x-plane at a time through a plane bitmap and map (in the sort's spare
+ * array, where they fit), else by a K-way merge of the lists. Scratch is O(n_in) whatever the
+ * stride (two key arrays for the sort). */
 #include "sparse/coord_hash.h"
 
 #include <string.h>
