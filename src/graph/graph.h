@@ -192,11 +192,12 @@ typedef struct pvg_op {
      * partly filled block (params start zeroed). It is never called twice on one block. */
     void      (*release)(void *params);
     /* Optional layout pass (NULL: none). The planner calls it on node A's params for an
-     * activation that A writes (out[0]) and that exactly one node B reads (as in[0]), that is no
-     * graph output and that nothing views: A may agree with B to keep that tensor in a layout
-     * only the two of them know (e.g. oneDNN's blocked one) and drop the reorders around it.
-     * Returns true when linked; the tensor then keeps its planned size. */
-    bool      (*link)(void *params, const pvg_node *consumer, void *consumer_params);
+     * activation that A writes (out[0]) and that n >= 1 distinct nodes read, each once and as
+     * in[0], that is no graph output and that nothing views: A may agree with all of them to
+     * keep that tensor in a layout only they know (e.g. oneDNN's blocked one) and drop the
+     * reorders around it: all or none. Returns true when linked; the tensor then keeps its
+     * planned size. */
+    bool      (*link)(void *params, const pvg_node *const *consumers, void *const *consumer_params, int n);
     /* Optional (NULL: nothing to add): the path a prepared node runs, e.g. oneDNN's kernel name
      * and layout, for PERCEIVE_PROFILE=nodes. */
     const char *(*describe)(const void *params);

@@ -187,21 +187,24 @@ bool pvg_plan_matches(const pvg_plan *p, const pvc_tensor *inputs)
     return true;
 }
 
-/* The layout pass: offers every producer -> sole-consumer activation to the producer's link hook
- * (see pvg_op.link). After place(), so views and in-place sharing are known: a value another
- * value shares bytes with is never offered. PERCEIVE_LAYOUT=0 turns the pass off. */
+/* The layout pass: offers every activation and the nodes that read it (each once, as in[0]) to
+ * the producer's link hook (see pvg_op.link). After place(), so views and in-place sharing are
+ * known: a value another value shares bytes with is never offered. PERCEIVE_LAYOUT=0 turns the
+ * pass off. */
 static pv_status link_layouts(pvg_plan *p, pvc_msg *msg)
 {
     const char *e = getenv("PERCEIVE_LAYOUT");
     if (e && !strcmp(e, "0")) return PV_OK;
+    enum { MAXC = 8 };
     pvg_graph *g = p->g;
     int nv = g->nvalues;
-    int *readers = pvc_calloc((size_t)nv + 1, sizeof *readers), *reader = pvc_calloc((size_t)nv + 1, sizeof *reader);
-    if (!readers || !reader) { pvc_free(readers); pvc_free(reader); return pvc_fail(msg, PV_ENOMEM, "out of memory planning"); }
+    /* readers[v]: reads as in[0] count 1, any other read (or a view, a graph output) 1000 */
+    int *readers = pvc_calloc((size_t)nv + 1, sizeof *readers);
+    if (!readers) return pvc_fail(msg, PV_ENOMEM, "out of memory planning");
     for (int s = 0; s < p->norder; s++) {
         const pvg_node *n = &g->nodes[p->order[s]];
         for (int k = 0; k < n->nin; k++)
-            if (n->in[k] >= 0) { readers[n->in[k]] += k == 0 ? 1 : 1000; reader[n->in[k]] = p->order[s]; }
+            if (n->in[k] >= 0) readers[n->in[k]] += k == 0 ? 1 : 1000;
     }
     for (int v = 0; v < nv; v++) if (p->storage[v] != v) readers[p->storage[v]] += 1000;   /* viewed */
     for (int i = 0; i < g->noutputs; i++) readers[g->outputs[i]] += 1000;
@@ -209,12 +212,20 @@ static pv_status link_layouts(pvg_plan *p, pvc_msg *msg)
         int ai = p->order[s];
         const pvg_node *a = &g->nodes[ai];
         int v = a->nout > 0 ? a->out[0] : -1;
-        if (!a->op->link || v < 0 || readers[v] != 1 || p->storage[v] != v || p->vals[v].data) continue;
-        int bi = reader[v];
-        a->op->link(p->params + (size_t)ai * PVG_PARAMS_BYTES, &g->nodes[bi], p->params + (size_t)bi * PVG_PARAMS_BYTES);
+        if (!a->op->link || v < 0 || readers[v] < 1 || readers[v] > MAXC || p->storage[v] != v || p->vals[v].data) continue;
+        const pvg_node *cn[MAXC];
+        void *cp[MAXC];
+        int nc = 0;
+        for (int t = s + 1; t < p->norder && nc < readers[v]; t++) {
+            const pvg_node *b = &g->nodes[p->order[t]];
+            if (b->nin > 0 && b->in[0] == v) {
+                cn[nc] = b;
+                cp[nc++] = p->params + (size_t)p->order[t] * PVG_PARAMS_BYTES;
+            }
+        }
+        if (nc == readers[v]) a->op->link(p->params + (size_t)ai * PVG_PARAMS_BYTES, cn, cp, nc);
     }
     pvc_free(readers);
-    pvc_free(reader);
     return PV_OK;
 }
 

@@ -320,6 +320,62 @@ static void test_link(void **state)
     if (pvc_isa_selected() >= PVC_ISA_AVX512_BF16) link_pair(true, false);
 }
 
+/* One producer, two consumers (pvk_dnnl_conv_link_all): linked together, both consumers give
+ * their unlinked outputs exactly; a second consumer that wants another layout (or the same
+ * object twice) links nothing. */
+static void test_link_fanout(void **state)
+{
+    (void)state;
+    pvk_dnnl_conv_desc da = { .nsp = 2, .batch = 1, .cin = 24, .cout = 32, .group = 1, .in = { 11, 13 }, .out = { 11, 13 },
+                              .k = { 3, 3 }, .stride = { 1, 1 }, .dil = { 1, 1 }, .pad_begin = { 1, 1 }, .pad_end = { 1, 1 },
+                              .bias = true, .act = { PVG_ACT_RELU, 0, 0 } };
+    pvk_dnnl_conv_desc db = da, dc = da;
+    db.cin = dc.cin = 32;
+    db.cout = 48;
+    dc.cout = 16;
+    dc.bias = false;
+    bufs ba = make_bufs(&da), bb = make_bufs(&db), bc = make_bufs(&dc);
+    float *mid = calloc((size_t)ba.ny, sizeof(float)), *mid2 = calloc((size_t)ba.ny, sizeof(float));
+    float *wb = calloc((size_t)bb.ny, sizeof(float)), *wc = calloc((size_t)bc.ny, sizeof(float));
+    float *gb = calloc((size_t)bb.ny, sizeof(float)), *gc = calloc((size_t)bc.ny, sizeof(float));
+    pvk_dnnl_conv *a = NULL, *b = NULL, *c = NULL;
+    size_t wa = 0, wsb = 0, wsc = 0;
+    assert_int_equal(pvk_dnnl_conv_create(&da, ba.w, 2, PVK_DNNL_BLOCKED, &a, &wa, NULL), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_create(&db, bb.w, 2, PVK_DNNL_BLOCKED, &b, &wsb, NULL), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_create(&dc, bc.w, 2, PVK_DNNL_BLOCKED, &c, &wsc, NULL), PV_OK);
+    if (!a || !b || !c) {
+        assert_false(pvk_dnnl_available());
+        goto done;
+    }
+    void *ws = pvc_malloc_aligned(PVC_MAX(wa, PVC_MAX(wsb, wsc)) + 64);
+    assert_int_equal(pvk_dnnl_conv_run(a, ba.x, ba.b, mid, ws), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_run(b, mid, bb.b, wb, ws), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_run(c, mid, NULL, wc, ws), PV_OK);
+    pvk_dnnl_conv *twice[2] = { b, b };
+    assert_false(pvk_dnnl_conv_link_all(a, twice, 2));
+    assert_false(pvk_dnnl_conv_linked_out(a));
+    pvk_dnnl_conv *both[2] = { b, c };
+    bool linked = pvk_dnnl_conv_link_all(a, both, 2);
+    printf("  fan-out: %s (%s -> %s, %s)\n", linked ? "linked" : "not linked", pvk_dnnl_conv_impl(a),
+           pvk_dnnl_conv_impl(b), pvk_dnnl_conv_impl(c));
+    assert_true(linked);    /* one primitive family, one blocked layout */
+    assert_true(pvk_dnnl_conv_linked_in(b) && pvk_dnnl_conv_linked_in(c) && pvk_dnnl_conv_linked_out(a));
+    assert_int_equal(pvk_dnnl_conv_run(a, ba.x, ba.b, mid2, ws), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_run(b, mid2, bb.b, gb, ws), PV_OK);
+    assert_int_equal(pvk_dnnl_conv_run(c, mid2, NULL, gc, ws), PV_OK);
+    for (int64_t i = 0; i < bb.ny; i++) assert_true(gb[i] == wb[i]);
+    for (int64_t i = 0; i < bc.ny; i++) assert_true(gc[i] == wc[i]);
+    pvc_free_aligned(ws);
+done:
+    pvk_dnnl_conv_free(a);
+    pvk_dnnl_conv_free(b);
+    pvk_dnnl_conv_free(c);
+    free(mid); free(mid2); free(wb); free(wc); free(gb); free(gc);
+    free_bufs(&ba);
+    free_bufs(&bb);
+    free_bufs(&bc);
+}
+
 /* bf16 convolutions (and transposed ones) vs their twin, on shapes of every class. */
 static void test_bf16(void **state)
 {
@@ -520,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_winograd),
         cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_link),
+        cmocka_unit_test(test_link_fanout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -394,6 +394,21 @@ bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b)
     return true;
 }
 
+bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *a, pvk_dnnl_conv *const *b, int n)
+{
+    if (n < 1) return false;
+    for (int i = 0; i < n; i++) {
+        if (!b[i] || b[i]->in_linked || !b[i]->to_blocked || b[i]->desc.bf16 != b[0]->desc.bf16) return false;
+        for (int j = 0; j < i; j++) if (b[j] == b[i]) return false;
+        if (!dnnl_memory_desc_equal(&b[i]->xb_md, &b[0]->xb_md)) return false;
+    }
+    /* the consumers agree on one layout: link the first (which may remake a to write bf16),
+     * the others then read what the first reads */
+    if (!pvk_dnnl_conv_link(a, b[0])) return false;
+    for (int i = 1; i < n; i++) b[i]->in_linked = true;
+    return true;
+}
+
 bool pvk_dnnl_conv_linked_in(const pvk_dnnl_conv *c) { return c && c->in_linked; }
 bool pvk_dnnl_conv_linked_out(const pvk_dnnl_conv *c) { return c && c->out_linked; }
 
@@ -469,6 +484,11 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
 void pvk_dnnl_conv_free(pvk_dnnl_conv *c) { (void)c; }
 
 bool pvk_dnnl_conv_link(pvk_dnnl_conv *producer, pvk_dnnl_conv *consumer) { (void)producer; (void)consumer; return false; }
+bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *producer, pvk_dnnl_conv *const *consumers, int n)
+{
+    (void)producer; (void)consumers; (void)n;
+    return false;
+}
 bool pvk_dnnl_conv_linked_in(const pvk_dnnl_conv *c) { (void)c; return false; }
 bool pvk_dnnl_conv_linked_out(const pvk_dnnl_conv *c) { (void)c; return false; }
 

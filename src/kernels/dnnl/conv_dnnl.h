@@ -94,13 +94,23 @@ static inline pvk_dnnl_conv *pvk_dnnl_conv_of_params(const void *params)
     memcpy(&c, params, sizeof c);
     return c;
 }
-/* pvg_op.link for Conv and ConvTranspose: links the two nodes' oneDNN objects when the consumer
- * is a Conv or ConvTranspose too. */
-static inline bool pvk_dnnl_conv_link_params(void *params, const pvg_node *consumer, void *consumer_params)
+/* Several consumers of one producer (a feature map two branches read): they must all want the
+ * same layout; then all are linked (the first as pvk_dnnl_conv_link does), else none. */
+bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *producer, pvk_dnnl_conv *const *consumers, int n);
+/* pvg_op.link for Conv and ConvTranspose: links the nodes' oneDNN objects when every consumer is
+ * a Conv or ConvTranspose too. */
+static inline bool pvk_dnnl_conv_link_params(void *params, const pvg_node *const *consumers, void *const *consumer_params,
+                                             int n)
 {
-    if (strcmp(consumer->op_type, "Conv") && strcmp(consumer->op_type, "ConvTranspose")) return false;
-    if (consumer->domain && consumer->domain[0]) return false;
-    return pvk_dnnl_conv_link(pvk_dnnl_conv_of_params(params), pvk_dnnl_conv_of_params(consumer_params));
+    enum { MAXC = 8 };
+    pvk_dnnl_conv *c[MAXC];
+    if (n < 1 || n > MAXC) return false;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(consumers[i]->op_type, "Conv") && strcmp(consumers[i]->op_type, "ConvTranspose")) return false;
+        if (consumers[i]->domain && consumers[i]->domain[0]) return false;
+        c[i] = pvk_dnnl_conv_of_params(consumer_params[i]);
+    }
+    return pvk_dnnl_conv_link_all(pvk_dnnl_conv_of_params(params), c, n);
 }
 /* oneDNN's implementation name and the layout, e.g. "brgconv:avx512_core/blocked". */
 const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c);
