@@ -195,9 +195,11 @@ typedef struct pvg_op {
      * activation that A writes (out[0]) and that n >= 1 distinct nodes read, each once and as
      * in[0], that is no graph output and that nothing views: A may agree with all of them to
      * keep that tensor in a layout only they know (e.g. oneDNN's blocked one) and drop the
-     * reorders around it: all or none. Returns true when linked; the tensor then keeps its
-     * planned size. */
-    bool      (*link)(void *params, const pvg_node *const *consumers, void *const *consumer_params, int n);
+     * reorders around it: all or none. consumer_ws[i]: consumer i's planned workspace bytes,
+     * which the hook may raise (the workspace is allocated after this pass). Returns true when
+     * linked; the tensor then keeps its planned size. */
+    bool      (*link)(void *params, const pvg_node *const *consumers, void *const *consumer_params, int n,
+                      size_t *consumer_ws);
     /* Optional (NULL: nothing to add): the path a prepared node runs, e.g. oneDNN's kernel name
      * and layout, for PERCEIVE_PROFILE=nodes. */
     const char *(*describe)(const void *params);

@@ -215,15 +215,23 @@ static pv_status link_layouts(pvg_plan *p, pvc_msg *msg)
         if (!a->op->link || v < 0 || readers[v] < 1 || readers[v] > MAXC || p->storage[v] != v || p->vals[v].data) continue;
         const pvg_node *cn[MAXC];
         void *cp[MAXC];
-        int nc = 0;
+        size_t cws[MAXC];
+        int ci[MAXC], nc = 0;
         for (int t = s + 1; t < p->norder && nc < readers[v]; t++) {
             const pvg_node *b = &g->nodes[p->order[t]];
             if (b->nin > 0 && b->in[0] == v) {
                 cn[nc] = b;
+                ci[nc] = p->order[t];
+                cws[nc] = p->ws_node[p->order[t]];
                 cp[nc++] = p->params + (size_t)p->order[t] * PVG_PARAMS_BYTES;
             }
         }
-        if (nc == readers[v]) a->op->link(p->params + (size_t)ai * PVG_PARAMS_BYTES, cn, cp, nc);
+        if (nc != readers[v]) continue;
+        a->op->link(p->params + (size_t)ai * PVG_PARAMS_BYTES, cn, cp, nc, cws);
+        for (int k = 0; k < nc; k++) {     /* a remade consumer may need more workspace */
+            p->ws_node[ci[k]] = cws[k];
+            if (cws[k] > p->ws_bytes) p->ws_bytes = cws[k];
+        }
     }
     pvc_free(readers);
     return PV_OK;

@@ -365,10 +365,10 @@ static void test_link_fanout(void **state)
     assert_int_equal(pvk_dnnl_conv_run(b, mid, bb.b, wb, ws), PV_OK);
     assert_int_equal(pvk_dnnl_conv_run(c, mid, NULL, wc, ws), PV_OK);
     pvk_dnnl_conv *twice[2] = { b, b };
-    assert_false(pvk_dnnl_conv_link_all(a, twice, 2));
+    assert_false(pvk_dnnl_conv_link_all(a, twice, 2, NULL));
     assert_false(pvk_dnnl_conv_linked_out(a));
     pvk_dnnl_conv *both[2] = { b, c };
-    bool linked = pvk_dnnl_conv_link_all(a, both, 2);
+    bool linked = pvk_dnnl_conv_link_all(a, both, 2, NULL);
     printf("  fan-out: %s (%s -> %s, %s)\n", linked ? "linked" : "not linked", pvk_dnnl_conv_impl(a),
            pvk_dnnl_conv_impl(b), pvk_dnnl_conv_impl(c));
     assert_true(linked);    /* one primitive family, one blocked layout */

@@ -366,13 +366,14 @@ static void conv_clear(pvk_dnnl_conv *c)
 }
 
 /* Remakes consumer b to read X in layout md (its producer's output layout) when oneDNN has a JIT
- * kernel for that (build declines its reference loops) within b's planned workspace: a Winograd
+ * kernel for that (build declines its reference loops), within b's planned workspace or, given
+ * ws (the planner's slot for b), growing it: a Winograd
  * producer writes nChw16c, while brgconv, left to choose, reads nhwc. oneDNN then runs its
  * blocked direct kernels (jit:avx512_core, jit_1x1:avx512_core), measured no slower than
  * brgconv plus the two reorders they save (AMD Zen 5, 2 threads: BEV 3x3 s2 128->256 13.1-13.6
  * -> 12.2-12.4 ms, 1x1 128->256 8.2-8.9 -> 7.0-7.3 ms; cam_resnet34_fpn 128.2 -> 121.8-124.0 ms).
  * false leaves b as it was. */
-static bool read_layout(pvk_dnnl_conv *b, const dnnl_memory_desc_t *md)
+static bool read_layout(pvk_dnnl_conv *b, const dnnl_memory_desc_t *md, size_t *ws)
 {
     if (b->in_linked || b->out_linked || b->desc.bf16 || dnnl_memory_desc_get_size(md) > b->x_plain_bytes) return false;
     pvk_dnnl_conv t;
@@ -381,9 +382,10 @@ static bool read_layout(pvk_dnnl_conv *b, const dnnl_memory_desc_t *md)
     int saved = pvk_dnnl_team_enter(t.threads);
     int rc = build(&t, &b->desc, b->weights, &b->w_md_q, b->mode, md);
     pvk_dnnl_team_leave(saved, t.threads);
-    bool same = rc == BUILD_OK && t.to_blocked && dnnl_memory_desc_equal(&t.xb_md, md) && t.ws_bytes <= b->ws_bytes &&
-                (!b->from_blocked) == (!t.from_blocked);
+    bool same = rc == BUILD_OK && t.to_blocked && dnnl_memory_desc_equal(&t.xb_md, md) &&
+                (t.ws_bytes <= b->ws_bytes || ws) && (!b->from_blocked) == (!t.from_blocked);
     if (!same) { conv_clear(&t); return false; }
+    if (ws && t.ws_bytes > *ws) *ws = t.ws_bytes;
     t.desc = b->desc;
     t.mode = b->mode;
     conv_clear(b);
@@ -391,7 +393,7 @@ static bool read_layout(pvk_dnnl_conv *b, const dnnl_memory_desc_t *md)
     return true;
 }
 
-bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b)
+static bool link_one(pvk_dnnl_conv *a, pvk_dnnl_conv *b, size_t *ws)
 {
     if (!a || !b || a->out_linked || b->in_linked || !a->from_blocked || !b->to_blocked) return false;
     if (a->desc.bf16 && b->desc.bf16 && !a->desc.dst_bf16) {
@@ -415,7 +417,7 @@ bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b)
         t.in_linked = a->in_linked;
         *a = t;
     }
-    if (!dnnl_memory_desc_equal(&a->yb_md, &b->xb_md) && !read_layout(b, &a->yb_md)) return false;
+    if (!dnnl_memory_desc_equal(&a->yb_md, &b->xb_md) && !read_layout(b, &a->yb_md, ws)) return false;
     if (dnnl_memory_desc_get_size(&a->yb_md) > a->y_plain_bytes) return false;
     a->out_linked = true;
     b->in_linked = true;
@@ -423,9 +425,11 @@ bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b)
     return true;
 }
 
-bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *a, pvk_dnnl_conv *const *b, int n)
+bool pvk_dnnl_conv_link(pvk_dnnl_conv *a, pvk_dnnl_conv *b) { return link_one(a, b, NULL); }
+
+bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *a, pvk_dnnl_conv *const *b, int n, size_t *ws)
 {
-    if (n == 1) return pvk_dnnl_conv_link(a, b[0]);
+    if (n == 1) return link_one(a, b[0], ws ? &ws[0] : NULL);
     /* fan-out: the producer is never remade (a bf16 producer would have to write bf16 for all) */
     if (n < 1 || !a || a->out_linked || !a->from_blocked || (a->desc.bf16 && !a->desc.dst_bf16)) return false;
     for (int i = 0; i < n; i++) {
@@ -435,7 +439,8 @@ bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *a, pvk_dnnl_conv *const *b, int n)
     /* a consumer remade to read a's layout still works alone (it reorders from NCHW), so a
      * later refusal leaves nothing half-linked */
     for (int i = 0; i < n; i++)
-        if (!dnnl_memory_desc_equal(&a->yb_md, &b[i]->xb_md) && !read_layout(b[i], &a->yb_md)) return false;
+        if (!dnnl_memory_desc_equal(&a->yb_md, &b[i]->xb_md) && !read_layout(b[i], &a->yb_md, ws ? &ws[i] : NULL))
+            return false;
     if (dnnl_memory_desc_get_size(&a->yb_md) > a->y_plain_bytes) return false;
     a->out_linked = true;
     snprintf(a->impl + strlen(a->impl), sizeof a->impl - strlen(a->impl), "%s", "/linked-out");
@@ -518,9 +523,9 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
 void pvk_dnnl_conv_free(pvk_dnnl_conv *c) { (void)c; }
 
 bool pvk_dnnl_conv_link(pvk_dnnl_conv *producer, pvk_dnnl_conv *consumer) { (void)producer; (void)consumer; return false; }
-bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *producer, pvk_dnnl_conv *const *consumers, int n)
+bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *producer, pvk_dnnl_conv *const *consumers, int n, size_t *ws)
 {
-    (void)producer; (void)consumers; (void)n;
+    (void)producer; (void)consumers; (void)n; (void)ws;
     return false;
 }
 bool pvk_dnnl_conv_linked_in(const pvk_dnnl_conv *c) { (void)c; return false; }

@@ -94,13 +94,15 @@ static inline pvk_dnnl_conv *pvk_dnnl_conv_of_params(const void *params)
     memcpy(&c, params, sizeof c);
     return c;
 }
-/* Several consumers of one producer (a feature map two branches read): they must all want the
- * same layout; then all are linked (the first as pvk_dnnl_conv_link does), else none. */
-bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *producer, pvk_dnnl_conv *const *consumers, int n);
+/* One producer and its n consumers (n > 1: a feature map several branches read), all linked or
+ * none. A consumer that wants another X layout is remade to read the producer's where oneDNN has
+ * a JIT kernel for it; ws (NULL or n entries): the consumers' planned workspace bytes, which
+ * such a remake may raise (the planner allocates the workspace after this pass). */
+bool pvk_dnnl_conv_link_all(pvk_dnnl_conv *producer, pvk_dnnl_conv *const *consumers, int n, size_t *ws);
 /* pvg_op.link for Conv and ConvTranspose: links the nodes' oneDNN objects when every consumer is
  * a Conv or ConvTranspose too. */
 static inline bool pvk_dnnl_conv_link_params(void *params, const pvg_node *const *consumers, void *const *consumer_params,
-                                             int n)
+                                             int n, size_t *consumer_ws)
 {
     enum { MAXC = 8 };
     pvk_dnnl_conv *c[MAXC];
@@ -110,7 +112,7 @@ static inline bool pvk_dnnl_conv_link_params(void *params, const pvg_node *const
         if (consumers[i]->domain && consumers[i]->domain[0]) return false;
         c[i] = pvk_dnnl_conv_of_params(consumer_params[i]);
     }
-    return pvk_dnnl_conv_link_all(pvk_dnnl_conv_of_params(params), c, n);
+    return pvk_dnnl_conv_link_all(pvk_dnnl_conv_of_params(params), c, n, consumer_ws);
 }
 /* oneDNN's implementation name and the layout, e.g. "brgconv:avx512_core/blocked". */
 const char *pvk_dnnl_conv_impl(const pvk_dnnl_conv *c);
