@@ -62,6 +62,21 @@ static void add_node(pvg_graph *g, const char *op, int a, int b, int out)
     g->values[out].producer = g->nnodes - 1;
 }
 
+/* One to three distinct random non-input values become the graph's outputs. */
+static void pick_outputs(pvg_graph *g)
+{
+    int nout = 1 + (int)(rnd() % 3);
+    g->outputs = pvc_calloc((size_t)nout, sizeof(int));
+    for (int i = 0; i < nout; i++) {
+        int v = 1 + (int)(rnd() % (unsigned)(g->nvalues - 1));
+        bool dup = false;
+        for (int k = 0; k < g->noutputs; k++) dup |= g->outputs[k] == v;
+        if (dup) continue;
+        g->values[v].is_output = true;
+        g->outputs[g->noutputs++] = v;
+    }
+}
+
 /* Random DAGs of views (Identity), in-place candidates (Relu, Sigmoid, Neg) and Add over
  * [3,5] f32: replay must equal evaluating node by node into separate buffers. */
 static void test_random_graphs(void **state)
@@ -86,16 +101,7 @@ static void test_random_graphs(void **state)
             const char *op = ops[rnd() % 6];
             add_node(g, op, a, strcmp(op, "Add") ? -1 : b, out);
         }
-        int nout = 1 + (int)(rnd() % 3);
-        g->outputs = pvc_calloc((size_t)nout, sizeof(int));
-        for (int i = 0; i < nout; i++) {
-            int v = 1 + (int)(rnd() % (unsigned)(g->nvalues - 1));
-            bool dup = false;
-            for (int k = 0; k < g->noutputs; k++) dup |= g->outputs[k] == v;
-            if (dup) continue;
-            g->values[v].is_output = true;
-            g->outputs[g->noutputs++] = v;
-        }
+        pick_outputs(g);
         assert_int_equal(pvg_graph_bind_ops(g), PV_OK);
         float xin[15];
         for (int i = 0; i < 15; i++) xin[i] = (float)((int)(rnd() % 200) - 100) / 37.0f;
@@ -190,16 +196,7 @@ static void test_random_concat_graphs(void **state)
             add_node(g, un[rnd() % 4], a, -1, out);
             width[out] = width[a];
         }
-        int nout = 1 + (int)(rnd() % 3);
-        g->outputs = pvc_calloc((size_t)nout, sizeof(int));
-        for (int i = 0; i < nout; i++) {
-            int v = 1 + (int)(rnd() % (unsigned)(g->nvalues - 1));
-            bool dup = false;
-            for (int k = 0; k < g->noutputs; k++) dup |= g->outputs[k] == v;
-            if (dup) continue;
-            g->values[v].is_output = true;
-            g->outputs[g->noutputs++] = v;
-        }
+        pick_outputs(g);
         assert_int_equal(pvg_graph_bind_ops(g), PV_OK);
         float xin[L];
         for (int i = 0; i < L; i++) xin[i] = (float)((int)(rnd() % 200) - 100) / 37.0f;
