@@ -271,19 +271,50 @@ static void subm_emit(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
+/* Both SubM builders' argument checks (one message wording, the public name's) and the reset. */
+static const char subm_fn[] = "pvs_rulebook_subm";
+
+static pv_status subm_begin(const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb, const void *scratch, int32_t *K,
+                            pvc_msg *msg)
+{
+    const char *fn = subm_fn;
+    if (!s || !ksize || !rb || !scratch)
+        return pvc_fail(msg, PV_EINPUT, "%s: sites, ksize, rulebook and scratch must be non-NULL", fn);
+    pv_status st = check_sites(fn, "sites", s, msg);
+    if (st == PV_OK) st = check_ksize(fn, ksize, true, K, msg);
+    if (st == PV_OK) st = check_rb(fn, rb, msg);
+    if (st == PV_OK) rb_reset(rb, ksize, *K, s->n);
+    return st;
+}
+
+/* Every builder's end: the lists laid out from the counts, each part's first slot per offset
+ * (parts in order, so the pairs land in the same order for any pool), then the parts' pairs
+ * written by fill (one item per part). */
+static pv_status lists_fill(const char *fn, pvc_pool *pool, pvs_rulebook *rb, const int64_t count[27],
+                            int64_t (*cnt)[27], int64_t parts, int32_t K,
+                            void (*fill)(void *, int64_t, int64_t, int), void *job, pvc_msg *msg)
+{
+    pv_status st = layout(fn, rb, count, msg);
+    if (st != PV_OK) return st;
+    int64_t next[27];
+    memcpy(next, rb->start, sizeof next);
+    for (int64_t part = 0; part < parts; part++)
+        for (int32_t k = 0; k < K; k++) {
+            int64_t c = cnt[part][k];
+            cnt[part][k] = next[k];
+            next[k] += c;
+        }
+    pvc_parallel_for(pool, parts, 1, fill, job);
+    return PV_OK;
+}
+
 pv_status pvs_rulebook_subm_ref(pvc_pool *pool, const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
                                 void *scratch, pvc_msg *msg)
 {
-    static const char fn[] = "pvs_rulebook_subm";
-    if (!s || !ksize || !rb || !scratch)
-        return pvc_fail(msg, PV_EINPUT, "%s: sites, ksize, rulebook and scratch must be non-NULL", fn);
     int32_t K;
-    pv_status st = check_sites(fn, "sites", s, msg);
-    if (st == PV_OK) st = check_ksize(fn, ksize, true, &K, msg);
-    if (st == PV_OK) st = check_rb(fn, rb, msg);
+    pv_status st = subm_begin(s, ksize, rb, scratch, &K, msg);
     if (st != PV_OK) return st;
     const int64_t n = s->n;
-    rb_reset(rb, ksize, K, n);
     if (n < PAR_MIN_SITES || pvc_pool_threads(pool) < 2) pool = NULL;
 
     subm_job j = { .s = s, .K = K, .center = (K - 1) / 2, .rb = rb };
@@ -302,7 +333,7 @@ pv_status pvs_rulebook_subm_ref(pvc_pool *pool, const pvs_sites *s, const int32_
     if (!pool) {
         /* inline: serial insert, pairs counted while probing, one part (no extra pass over the
          * table: the parallel path's count pass and compare-and-swap cost ~1.4x the CPU time) */
-        st = subm_insert_serial(fn, s, &j.h, scratch, j.nbr, K, msg);
+        st = subm_insert_serial(subm_fn, s, &j.h, scratch, j.nbr, K, msg);
         if (st != PV_OK) return st;
         j.count = count;
         subm_probe(&j, 0, n, 0);
@@ -314,8 +345,8 @@ pv_status pvs_rulebook_subm_ref(pvc_pool *pool, const pvs_sites *s, const int32_
     } else {
         pvc_parallel_for(pool, n, 1024, subm_insert, &j);
         if (j.bad) {
-            st = subm_insert_serial(fn, s, &j.h, scratch, j.nbr, K, msg);
-            return st != PV_OK ? st : pvc_fail(msg, PV_EINTERNAL, "%s: a bad site was reported and not found again", fn);
+            st = subm_insert_serial(subm_fn, s, &j.h, scratch, j.nbr, K, msg);
+            return st != PV_OK ? st : pvc_fail(msg, PV_EINTERNAL, "%s: a bad site was reported and not found again", subm_fn);
         }
         pvc_parallel_for(pool, n, 16 * SUBM_CHUNK, subm_probe, &j);
         /* parts depend on n only: the lists come out the same for any pool */
@@ -325,19 +356,9 @@ pv_status pvs_rulebook_subm_ref(pvc_pool *pool, const pvs_sites *s, const int32_
         for (int64_t part = 0; part < parts; part++)
             for (int32_t k = 0; k < K; k++) count[k] += cnt[part][k];
     }
-    st = layout(fn, rb, count, msg);
-    if (st != PV_OK) return st;
-    int64_t next[27];
-    memcpy(next, rb->start, sizeof next);
-    for (int64_t part = 0; part < parts; part++)
-        for (int32_t k = 0; k < K; k++) {
-            int64_t c = cnt[part][k];
-            cnt[part][k] = next[k];
-            next[k] += c;
-        }
-    pvc_parallel_for(pool, parts, 1, subm_emit, &j);
-    rb->n_out = n;
-    return PV_OK;
+    st = lists_fill(subm_fn, pool, rb, count, cnt, parts, K, subm_emit, &j, msg);
+    if (st == PV_OK) rb->n_out = n;
+    return st;
 }
 
 /* ---- strided -------------------------------------------------------------------------------- */
@@ -614,17 +635,8 @@ pv_status pvs_rulebook_down(pvc_pool *pool, const pvs_sites *in, const int32_t k
     pvc_parallel_for(pool, parts, 1, down_count, &dj);
     for (int64_t part = 0; part < parts; part++)
         for (int32_t k = 0; k < K; k++) count[k] += cnt[part][k];
-    st = layout(fn, rb, count, msg);
+    st = lists_fill(fn, pool, rb, count, cnt, parts, K, down_fill, &dj, msg);
     if (st != PV_OK) return st;
-    int64_t slot[27];
-    memcpy(slot, rb->start, sizeof slot);
-    for (int64_t part = 0; part < parts; part++)
-        for (int32_t k = 0; k < K; k++) {
-            int64_t c = cnt[part][k];
-            cnt[part][k] = slot[k];
-            slot[k] += c;
-        }
-    pvc_parallel_for(pool, parts, 1, down_fill, &dj);
 
     /* number the out keys: plane by plane where the plane's scratch fits in the sort's spare
      * key array, else by a K-way merge (the same numbers) */
@@ -787,16 +799,10 @@ static void merge_emit(void *ctx, int64_t begin, int64_t end, int tid)
 pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ksize[3], pvs_rulebook *rb,
                             void *scratch, pvc_msg *msg)
 {
-    static const char fn[] = "pvs_rulebook_subm";
-    if (!s || !ksize || !rb || !scratch)
-        return pvc_fail(msg, PV_EINPUT, "%s: sites, ksize, rulebook and scratch must be non-NULL", fn);
     int32_t K;
-    pv_status st = check_sites(fn, "sites", s, msg);
-    if (st == PV_OK) st = check_ksize(fn, ksize, true, &K, msg);
-    if (st == PV_OK) st = check_rb(fn, rb, msg);
+    pv_status st = subm_begin(s, ksize, rb, scratch, &K, msg);
     if (st != PV_OK) return st;
     const int64_t n = s->n;
-    rb_reset(rb, ksize, K, n);
     if (n < PAR_MIN_SITES || pvc_pool_threads(pool) < 2) pool = NULL;
 
     subm_merge_job m = { .base = { .s = s, .K = K, .center = (K - 1) / 2, .rb = rb }, .n = n, .rz = ksize[2] / 2 };
@@ -829,8 +835,8 @@ pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ks
     }
     if (bad) {   /* the hash insert names the first bad site in site order */
         pvs_hash h;
-        st = subm_insert_serial(fn, s, &h, scratch, j->nbr, K, msg);
-        return st != PV_OK ? st : pvc_fail(msg, PV_EINTERNAL, "%s: a bad site was reported and not found again", fn);
+        st = subm_insert_serial(subm_fn, s, &h, scratch, j->nbr, K, msg);
+        return st != PV_OK ? st : pvc_fail(msg, PV_EINTERNAL, "%s: a bad site was reported and not found again", subm_fn);
     }
 
     int64_t cnt[PARTS_MAX][27], count[27] = { 0 }, parts;
@@ -851,17 +857,7 @@ pv_status pvs_rulebook_subm(pvc_pool *pool, const pvs_sites *s, const int32_t ks
         for (int64_t part = 0; part < parts; part++)
             for (int32_t k = 0; k < K; k++) count[k] += cnt[part][k];
     }
-    st = layout(fn, rb, count, msg);
-    if (st != PV_OK) return st;
-    int64_t next[27];
-    memcpy(next, rb->start, sizeof next);
-    for (int64_t part = 0; part < parts; part++)
-        for (int32_t k = 0; k < K; k++) {
-            int64_t c = cnt[part][k];
-            cnt[part][k] = next[k];
-            next[k] += c;
-        }
-    pvc_parallel_for(pool, parts, 1, merge_emit, j);
-    rb->n_out = n;
-    return PV_OK;
+    st = lists_fill(subm_fn, pool, rb, count, cnt, parts, K, merge_emit, j, msg);
+    if (st == PV_OK) rb->n_out = n;
+    return st;
 }
