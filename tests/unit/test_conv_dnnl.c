@@ -217,21 +217,32 @@ static pvk_dnnl_conv_desc wino_case(int i)
 static void test_winograd(void **state)
 {
     (void)state;
-    int wino = 0, n = 8;
-    for (int i = 0; i < n; i++) {
-        pvk_dnnl_conv_desc d = wino_case(i);
-        d.winograd = true;
-        bufs b = make_bufs(&d);
-        oph_result ref = run_op(&d, &b, "0", NULL);
-        char impl[64] = "";
-        bool took = run_kernel_ex(&d, &b, PVK_DNNL_BLOCKED, ref.out[0].data, impl, sizeof impl, NULL);
-        assert_true(took == pvk_dnnl_available());
-        wino += strstr(impl, "wino") != NULL;
-        oph_free(&ref);
-        free_bufs(&b);
+    /* PERCEIVE_WINOGRAD_OWN unset: perceive's kernel where it takes the shape (channels multiples
+     * of 16), oneDNN's elsewhere; 0: oneDNN's everywhere */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) setenv("PERCEIVE_WINOGRAD_OWN", "0", 1);
+        int wino = 0, own = 0, n = 8;
+        for (int i = 0; i < n; i++) {
+            pvk_dnnl_conv_desc d = wino_case(i);
+            d.winograd = true;
+            bufs b = make_bufs(&d);
+            oph_result ref = run_op(&d, &b, "0", NULL);
+            char impl[64] = "";
+            bool took = run_kernel_ex(&d, &b, PVK_DNNL_BLOCKED, ref.out[0].data, impl, sizeof impl, NULL);
+            assert_true(took == pvk_dnnl_available());
+            wino += strstr(impl, "wino") != NULL;
+            own += strstr(impl, "perceive_wino") != NULL;
+            oph_free(&ref);
+            free_bufs(&b);
+        }
+        printf("  winograd%s: %d of %d shapes ran a Winograd kernel, %d perceive's (isa %s)\n",
+               pass ? " (PERCEIVE_WINOGRAD_OWN=0)" : "", wino, n, own, pv_isa());
+        if (pvk_dnnl_available() && pvc_isa_selected() >= PVC_ISA_AVX512) {
+            assert_true(wino > own);   /* the shapes with 5 extra channels: oneDNN's */
+            assert_true(pass ? own == 0 : own > 0);
+        }
     }
-    printf("  winograd: %d of %d shapes ran oneDNN's Winograd kernel (isa %s)\n", wino, n, pv_isa());
-    if (pvk_dnnl_available() && pvc_isa_selected() >= PVC_ISA_AVX512) assert_true(wino > 0);
+    unsetenv("PERCEIVE_WINOGRAD_OWN");
     /* the AUTO table: Winograd only for fp32 3x3 stride 1, not for few output channels */
     pvk_dnnl_conv_desc d = wino_case(0);
     unsetenv("PERCEIVE_WINOGRAD");
@@ -241,11 +252,30 @@ static void test_winograd(void **state)
     d = wino_case(0);
     d.stride[0] = 2;
     assert_false(pvk_dnnl_winograd_pick(&d));
+    /* bf16 precision: perceive's fp32 Winograd below AMX, bf16 direct with AMX or without it */
     d = wino_case(0);
     d.bf16 = true;
+    bool own_bf16 = pvk_dnnl_available() && pvc_isa_selected() >= PVC_ISA_AVX512 && pvc_isa_selected() < PVC_ISA_AMX;
+    assert_true(pvk_dnnl_winograd_pick(&d) == own_bf16);
+    setenv("PERCEIVE_WINOGRAD_OWN", "0", 1);
     assert_false(pvk_dnnl_winograd_pick(&d));
+    unsetenv("PERCEIVE_WINOGRAD_OWN");
+    if (own_bf16) {   /* created as the fp32 kernel, within the fp32 tolerance */
+        d.winograd = true;
+        bufs b = make_bufs(&d);
+        pvk_dnnl_conv_desc f = d;
+        f.bf16 = false;
+        oph_result ref = run_op(&f, &b, "0", NULL);
+        char impl[64] = "";
+        assert_true(run_kernel_ex(&d, &b, PVK_DNNL_BLOCKED, ref.out[0].data, impl, sizeof impl, NULL));
+        assert_non_null(strstr(impl, "perceive_wino"));
+        oph_free(&ref);
+        free_bufs(&b);
+    }
     d = wino_case(0);
     setenv("PERCEIVE_WINOGRAD", "0", 1);
+    assert_false(pvk_dnnl_winograd_pick(&d));
+    d.bf16 = true;
     assert_false(pvk_dnnl_winograd_pick(&d));
     unsetenv("PERCEIVE_WINOGRAD");
 }
@@ -265,9 +295,9 @@ static double pcc(const float *a, const float *b, int64_t n)
 
 /* The layout pass's link: A -> B with the tensor between them in A's blocked layout gives B's
  * output of the unlinked pair exactly (fp32; bf16 too, where A is remade to write bf16). */
-static void link_pair(bool bf16, bool wino, bool s2)
+static void link_pair(bool bf16, bool wino, bool s2, int64_t cin)
 {
-    pvk_dnnl_conv_desc da = { .nsp = 2, .batch = 1, .cin = 24, .cout = 32, .group = 1, .in = { 11, 13 }, .out = { 11, 13 },
+    pvk_dnnl_conv_desc da = { .nsp = 2, .batch = 1, .cin = cin, .cout = 32, .group = 1, .in = { 11, 13 }, .out = { 11, 13 },
                               .k = { 3, 3 }, .stride = { 1, 1 }, .dil = { 1, 1 }, .pad_begin = { 1, 1 }, .pad_end = { 1, 1 },
                               .bias = true, .act = { PVG_ACT_RELU, 0, 0 }, .bf16 = bf16, .winograd = wino };
     pvk_dnnl_conv_desc db = da;
@@ -327,10 +357,12 @@ done:
 static void test_link(void **state)
 {
     (void)state;
-    link_pair(false, false, false);
-    link_pair(false, true, false);
-    link_pair(false, true, true);
-    if (pvc_isa_selected() >= PVC_ISA_AVX512_BF16) link_pair(true, false, false);
+    link_pair(false, false, false, 24);
+    link_pair(false, true, false, 24);   /* 24 channels: oneDNN's Winograd */
+    link_pair(false, true, true, 24);
+    link_pair(false, true, false, 32);   /* perceive's Winograd -> perceive's */
+    link_pair(false, true, true, 32);    /* perceive's Winograd -> oneDNN's direct, remade */
+    if (pvc_isa_selected() >= PVC_ISA_AVX512_BF16) link_pair(true, false, false, 24);
 }
 
 /* One producer, two consumers (pvk_dnnl_conv_link_all): linked together, both consumers give

@@ -5,6 +5,7 @@
  * Which shapes go to oneDNN, and in which layout, is the measured table below (pvk_dnnl_conv_pick). */
 #include "kernels/dnnl/conv_dnnl.h"
 #include "kernels/dnnl/dnnl_engine.h"
+#include "kernels/winograd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,10 @@ struct pvk_dnnl_conv {
     dnnl_memory_desc_t xb_md, yb_md;            /* the primitive's X / Y layouts */
     size_t           x_plain_bytes, y_plain_bytes;
     bool             in_linked, out_linked;
+    /* perceive's own Winograd F(4,3) (kernels/winograd.h) in place of the oneDNN primitive:
+     * conv NULL, X and Y reordered to / from nChw16c by oneDNN as for a primitive */
+    pvk_wino        *own;
+    pvc_pool        *pool;
 };
 
 /* The measured table (bench/conv_bench.c, 2 AVX-512 cores, GFLOP/s at 1 / 2 threads): per
@@ -106,12 +111,23 @@ pvk_dnnl_mode pvk_dnnl_conv_pick(const pvk_dnnl_conv_desc *d)
     return PVK_DNNL_OFF;
 }
 
+static bool own_wino_wanted(void);
+static bool own_wino_takes(const pvk_dnnl_conv_desc *d);
+
 bool pvk_dnnl_winograd_pick(const pvk_dnnl_conv_desc *d)
 {
-    if (d->bf16 || d->transposed || d->nsp != 2 || d->group != 1) return false;
+    if (d->transposed || d->nsp != 2 || d->group != 1) return false;
     for (int i = 0; i < 2; i++)
         if (d->k[i] != 3 || d->stride[i] != 1 || d->dil[i] != 1) return false;
     const char *e = getenv("PERCEIVE_WINOGRAD");
+    if (d->bf16) {
+        /* bf16 precision without AMX: perceive's fp32 Winograd beats oneDNN's bf16 direct kernels
+         * (AMD Zen 5, 2 threads, BEV 3x3 128->128 180^2: 7.1 ms against 9.5-10.5 (jit_bf16 /
+         * brgconv avx512_core_bf16)) and is the more accurate of the two; with AMX the bf16 tiles
+         * win (create then keeps the bf16 desc) */
+        if (e && *e && !strcmp(e, "0")) return false;
+        return pvc_isa_selected() < PVC_ISA_AMX && own_wino_wanted() && own_wino_takes(d);
+    }
     if (e && *e) return strcmp(e, "0") != 0;
     /* bench/conv_bench.c, 2 threads, Xeon (AVX-512) with oneDNN's F(4,3) kernel, GFLOP/s of the
      * direct-equivalent work, Winograd vs direct blocked: 3x3 128->128 180^2 325 vs 192, 512->128
@@ -305,6 +321,67 @@ done:
     return rc;
 }
 
+/* PERCEIVE_WINOGRAD_OWN: unset or 1, perceive's F(4,3) kernel wherever it takes a Winograd desc;
+ * 0, oneDNN's (jit_wino_4x3). Read at each create. */
+static bool own_wino_wanted(void)
+{
+    const char *e = getenv("PERCEIVE_WINOGRAD_OWN");
+    return !e || !*e || strcmp(e, "0") != 0;
+}
+
+static pvk_wino_desc own_wino_desc(const pvk_dnnl_conv_desc *d)
+{
+    return (pvk_wino_desc){ .batch = d->batch, .cin = d->cin, .cout = d->cout, .ih = d->in[0], .iw = d->in[1],
+                            .oh = d->out[0], .ow = d->out[1], .pad_t = d->pad_begin[0], .pad_l = d->pad_begin[1],
+                            .bias = d->bias, .act = d->act };
+}
+
+static bool own_wino_takes(const pvk_dnnl_conv_desc *d)
+{
+    pvk_wino_desc wd = own_wino_desc(d);
+    return d->nsp == 2 && pvk_wino_supported(&wd) && pvk_wino_pays(&wd);
+}
+
+/* The own Winograd kernel for d (a Winograd desc, 2-D), reading and writing nChw16c: the layout
+ * oneDNN's Winograd primitive uses too, so the layout pass links it the same way. */
+static int build_own(pvk_dnnl_conv *c, const pvk_dnnl_conv_desc *d, const float *w)
+{
+    pvk_wino_desc wd = own_wino_desc(d);
+    if (d->bf16 || d->dst_bf16 || !own_wino_takes(d)) return BUILD_DECLINED;
+    int rc = BUILD_OK;
+    dnnl_engine_t engine = pvk_dnnl_engine();
+    dnnl_dims_t xd = { d->batch, d->cin, d->in[0], d->in[1] }, yd = { d->batch, d->cout, d->out[0], d->out[1] };
+    dnnl_memory_desc_t x_md, y_md;
+    TRY(dnnl_memory_desc_init_by_tag(&x_md, 4, xd, dnnl_f32, dnnl_abcd));
+    TRY(dnnl_memory_desc_init_by_tag(&y_md, 4, yd, dnnl_f32, dnnl_abcd));
+    TRY(dnnl_memory_desc_init_by_tag(&c->xb_md, 4, xd, dnnl_f32, dnnl_nChw16c));
+    TRY(dnnl_memory_desc_init_by_tag(&c->yb_md, 4, yd, dnnl_f32, dnnl_nChw16c));
+    c->x_plain_bytes = dnnl_memory_desc_get_size(&x_md);
+    c->y_plain_bytes = dnnl_memory_desc_get_size(&y_md);
+    TRY(dnnl_stream_create(&c->stream, engine, dnnl_stream_default_flags));
+    TRY(dnnl_memory_create(&c->x, &x_md, engine, DNNL_MEMORY_NONE));
+    TRY(dnnl_memory_create(&c->y, &y_md, engine, DNNL_MEMORY_NONE));
+    TRY(dnnl_memory_create(&c->xb, &c->xb_md, engine, DNNL_MEMORY_NONE));
+    TRY(dnnl_memory_create(&c->yb, &c->yb_md, engine, DNNL_MEMORY_NONE));
+    TRY(reorder_create(&x_md, &c->xb_md, &c->to_blocked));
+    TRY(reorder_create(&c->yb_md, &y_md, &c->from_blocked));
+    size_t ws = 0;
+    pv_status s = pvk_wino_create(&wd, w, c->threads, &c->own, &ws);
+    if (s == PV_OK) s = pvc_pool_create(c->threads, &c->pool);
+    if (s != PV_OK) { rc = s == PV_ENOMEM ? BUILD_NOMEM : BUILD_DECLINED; goto done; }
+    size_t off = align64(ws);
+    c->xb_off = off;
+    off += align64(dnnl_memory_desc_get_size(&c->xb_md));
+    c->yb_off = off;
+    off += align64(dnnl_memory_desc_get_size(&c->yb_md));
+    c->ws_bytes = off;
+    snprintf(c->impl, sizeof c->impl, "perceive_wino_4x3:avx512/blocked");
+done:
+    return rc;
+}
+
+static void conv_clear(pvk_dnnl_conv *c);
+
 /* One attempt with d as given: BUILD_OK (c filled), BUILD_DECLINED or BUILD_NOMEM. */
 static int try_create(const pvk_dnnl_conv_desc *d, const float *w, int threads, pvk_dnnl_mode mode,
                       pvk_dnnl_conv **out)
@@ -316,7 +393,12 @@ static int try_create(const pvk_dnnl_conv_desc *d, const float *w, int threads, 
     if (!c) return BUILD_NOMEM;
     c->threads = threads;
     int saved = pvk_dnnl_team_enter(c->threads);
-    int rc = build(c, d, w, NULL, mode, NULL);
+    int rc = BUILD_DECLINED;
+    if (d->winograd && mode == PVK_DNNL_BLOCKED && own_wino_wanted()) {
+        rc = build_own(c, d, w);
+        if (rc == BUILD_DECLINED) { conv_clear(c); memset(c, 0, sizeof *c); c->threads = threads; }
+    }
+    if (rc == BUILD_DECLINED) rc = build(c, d, w, NULL, mode, NULL);
     pvk_dnnl_team_leave(saved, c->threads);
     c->desc = *d;
     c->mode = mode;
@@ -335,7 +417,13 @@ pv_status pvk_dnnl_conv_create(const pvk_dnnl_conv_desc *d, const float *w, int 
     /* declined variants fall back in steps: Winograd -> direct, bf16 -> fp32 (by the fp32
      * table), before the caller's own kernel */
     pvk_dnnl_conv_desc t = *d;
-    int rc = try_create(&t, w, threads, mode, out);
+    int rc = BUILD_DECLINED;
+    if (t.bf16 && t.winograd) {   /* bf16 precision, own fp32 Winograd picked (winograd_pick) */
+        t.bf16 = false;
+        rc = try_create(&t, w, threads, mode, out);
+        if (rc == BUILD_DECLINED) { t.bf16 = true; t.winograd = false; }
+    }
+    if (rc == BUILD_DECLINED) rc = try_create(&t, w, threads, mode, out);
     if (rc == BUILD_DECLINED && t.winograd) { t.winograd = false; rc = try_create(&t, w, threads, mode, out); }
     if (rc == BUILD_DECLINED && t.bf16) { t.bf16 = false; rc = try_create(&t, w, threads, mode, out); }
     if (rc == BUILD_NOMEM) return pvc_fail(msg, PV_ENOMEM, "out of memory creating a oneDNN convolution");
@@ -363,6 +451,8 @@ static void conv_clear(pvk_dnnl_conv *c)
     for (size_t i = 0; i < PVC_COUNTOF(mems); i++) if (mems[i]) dnnl_memory_destroy(mems[i]);
     if (c->stream) dnnl_stream_destroy(c->stream);
     pvc_free_aligned(c->weights);
+    pvk_wino_free(c->own);
+    pvc_pool_free(c->pool);
 }
 
 /* Remakes consumer b to read X in layout md (its producer's output layout) when oneDNN has a JIT
@@ -375,7 +465,8 @@ static void conv_clear(pvk_dnnl_conv *c)
  * false leaves b as it was. */
 static bool read_layout(pvk_dnnl_conv *b, const dnnl_memory_desc_t *md, size_t *ws)
 {
-    if (b->in_linked || b->out_linked || b->desc.bf16 || dnnl_memory_desc_get_size(md) > b->x_plain_bytes) return false;
+    if (b->in_linked || b->out_linked || b->desc.bf16 || b->own || dnnl_memory_desc_get_size(md) > b->x_plain_bytes)
+        return false;
     pvk_dnnl_conv t;
     memset(&t, 0, sizeof t);
     t.threads = b->threads;
@@ -470,7 +561,12 @@ pv_status pvk_dnnl_conv_run(pvk_dnnl_conv *c, const float *x, const float *bias,
         dnnl_exec_arg_t a[] = { { DNNL_ARG_FROM, c->x }, { DNNL_ARG_TO, c->xb } };
         e = dnnl_primitive_execute(c->to_blocked, c->stream, 2, a);
     }
-    if (e == dnnl_success) {
+    if (e == dnnl_success && c->own) {
+        e = dnnl_stream_wait(c->stream);   /* X's reorder done before the kernel reads it */
+        const float *xb = c->in_linked || !c->to_blocked ? x : (const float *)((char *)ws + c->xb_off);
+        float *yb = c->out_linked || !c->from_blocked ? y : (float *)((char *)ws + c->yb_off);
+        if (e == dnnl_success) pvk_wino_run(c->own, c->pool, xb, bias, yb, ws);
+    } else if (e == dnnl_success) {
         dnnl_exec_arg_t a[5] = { { DNNL_ARG_SRC, c->xb }, { DNNL_ARG_WEIGHTS, c->w }, { DNNL_ARG_DST, c->yb } };
         int na = 3;
         if (c->b) a[na++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, c->b };

@@ -30,8 +30,11 @@ typedef struct pvk_dnnl_conv_desc {
                                          reordering, W once at create), fp32 accumulation,
                                          bias and Y; always BLOCKED. Declined (fp32 path) when
                                          oneDNN has no bf16 kernel for the shape */
-    bool    winograd;                 /* Winograd algorithm (fp32 only); declined where oneDNN
-                                         has no Winograd kernel (3x3, stride 1, no dilation) */
+    bool    winograd;                 /* Winograd F(4,3) (3x3, stride 1, no dilation): perceive's
+                                         own kernel (kernels/winograd.h) where it takes the shape,
+                                         else oneDNN's; declined where neither has one. With bf16:
+                                         the own kernel in fp32 (see pvk_dnnl_winograd_pick), else
+                                         bf16 direct */
     bool    dst_bf16;                 /* bf16 Y inside the primitive (set by the layout pass for a
                                          bf16 producer feeding a bf16 consumer) */
 } pvk_dnnl_conv_desc;
@@ -50,7 +53,9 @@ bool pvk_dnnl_available(void);
 pvk_dnnl_mode pvk_dnnl_mode_get(void);
 /* PERCEIVE_WINOGRAD: 1 = Winograd for every fp32 3x3 stride-1 convolution oneDNN has a Winograd
  * kernel for, 0 = never, unset = where the measured table in conv_dnnl.c says it pays and stays
- * within the fp32 conformance tolerance. */
+ * within the fp32 conformance tolerance. bf16 descs: true below AMX where perceive's own fp32
+ * Winograd takes the shape (unless PERCEIVE_WINOGRAD=0). PERCEIVE_WINOGRAD_OWN=0 runs oneDNN's
+ * Winograd kernel instead of perceive's (and keeps bf16 descs on bf16 direct). */
 bool pvk_dnnl_winograd_pick(const pvk_dnnl_conv_desc *d);
 
 /* What AUTO chooses for d by the measured table (OFF = perceive's im2col path). bf16 descs are
