@@ -217,10 +217,10 @@ static pvk_dnnl_conv_desc wino_case(int i)
 static void test_winograd(void **state)
 {
     (void)state;
-    /* PERCEIVE_WINOGRAD_OWN unset: perceive's kernel where it takes the shape (channels multiples
-     * of 16), oneDNN's elsewhere; 0: oneDNN's everywhere */
+    /* PERCEIVE_WINOGRAD_OWN=1: perceive's kernel where it takes the shape (channels multiples
+     * of 16), oneDNN's elsewhere; unset (the default) or 0: oneDNN's everywhere */
     for (int pass = 0; pass < 2; pass++) {
-        if (pass) setenv("PERCEIVE_WINOGRAD_OWN", "0", 1);
+        setenv("PERCEIVE_WINOGRAD_OWN", pass ? "0" : "1", 1);
         int wino = 0, own = 0, n = 8;
         for (int i = 0; i < n; i++) {
             pvk_dnnl_conv_desc d = wino_case(i);
@@ -256,10 +256,9 @@ static void test_winograd(void **state)
     d = wino_case(0);
     d.bf16 = true;
     bool own_bf16 = pvk_dnnl_available() && pvc_isa_selected() >= PVC_ISA_AVX512 && pvc_isa_selected() < PVC_ISA_AMX;
+    assert_false(pvk_dnnl_winograd_pick(&d));   /* the default: bf16 direct */
+    setenv("PERCEIVE_WINOGRAD_OWN", "1", 1);
     assert_true(pvk_dnnl_winograd_pick(&d) == own_bf16);
-    setenv("PERCEIVE_WINOGRAD_OWN", "0", 1);
-    assert_false(pvk_dnnl_winograd_pick(&d));
-    unsetenv("PERCEIVE_WINOGRAD_OWN");
     if (own_bf16) {   /* created as the fp32 kernel, within the fp32 tolerance */
         d.winograd = true;
         bufs b = make_bufs(&d);
@@ -272,6 +271,7 @@ static void test_winograd(void **state)
         oph_free(&ref);
         free_bufs(&b);
     }
+    unsetenv("PERCEIVE_WINOGRAD_OWN");
     d = wino_case(0);
     setenv("PERCEIVE_WINOGRAD", "0", 1);
     assert_false(pvk_dnnl_winograd_pick(&d));
@@ -360,8 +360,10 @@ static void test_link(void **state)
     link_pair(false, false, false, 24);
     link_pair(false, true, false, 24);   /* 24 channels: oneDNN's Winograd */
     link_pair(false, true, true, 24);
+    setenv("PERCEIVE_WINOGRAD_OWN", "1", 1);
     link_pair(false, true, false, 32);   /* perceive's Winograd -> perceive's */
     link_pair(false, true, true, 32);    /* perceive's Winograd -> oneDNN's direct, remade */
+    unsetenv("PERCEIVE_WINOGRAD_OWN");
     if (pvc_isa_selected() >= PVC_ISA_AVX512_BF16) link_pair(true, false, false, 24);
 }
 
