@@ -8,7 +8,9 @@
  * score PCC >= 0.9999 and label_pred identical; final objects identical in count and labels,
  * boxes within 1e-3 m / 1e-3 rad. Box dimensions are exp() of a network output, so an fp32
  * rounding difference scales with the size (the generated weights make boxes up to ~85 m):
- * a dimension passes within 1e-3 m or within 1e-3 relative. Two fp32 implementations may order near-equal heat values
+ * a dimension passes within 1e-3 m or within 1e-3 relative. The references are exact (float64
+ * after the voxelizer); a proposal matches within MATCH_TOL, widened where the reference's own
+ * fp32 run shows the proposal is ill-conditioned (FP32_DIST_K below). Two fp32 implementations may order near-equal heat values
  * differently in TopK, so proposals are matched by content: a proposal may sit at another rank
  * (or swap into/out of the top P at the boundary) only when the reference's heat values at the
  * two ranks differ by at most TIE_TOL; every such case is printed. Cases whose input lives in
@@ -51,6 +53,14 @@ static int cmp_desc(const void *a, const void *b)
 
 #define TIE_TOL   2e-5     /* absolute, on heat values in [0, 1] */
 #define MATCH_TOL 2e-3     /* max |a - b| / (1 + |b|) over a proposal's 10 rows */
+/* The reference is exact (float64, rounded to float32) and records, per proposal, how far its
+ * own fp32 run lands from it (fp32_dist). A proposal's tolerance is MATCH_TOL plus this many times
+ * that distance: with generated weights a few proposals are ill-conditioned. Measured on KITTI
+ * 000000 (Xeon, AVX-512): proposal 180 sits 4.6e-4 from exact in the reference's fp32 run and
+ * 2.8e-4 .. 2.4e-3 in perceive's fp32 runs (Release / ASan builds, either sparse kernel, either
+ * Winograd), where the median proposal moves by 4e-5; the widening is 4 x 4.6e-4 there and under
+ * 1.5e-4 for all but a handful of proposals */
+#define FP32_DIST_K 4.0
 #define BOX_TOL   1e-3
 #define BF16_MATCH_TOL   0.05
 #define BF16_HEAT_MARGIN 0.01
@@ -160,6 +170,7 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
     }
     snprintf(p, sizeof p, "%.8000s/expected.npz", dir);
     if (pvio_npz_read_file(p, &exp, &msg) != PV_OK) { printf("FAIL %s: %s\n", dir, msg.text); fail = 1; goto done; }
+    const pvc_tensor *efd = arr(&exp, "fp32_dist");   /* optional: older fixtures lack it */
     const pvc_tensor *eb = arr(&exp, "bbox_pred"), *es = arr(&exp, "score"), *el = arr(&exp, "label_pred"),
                      *ev = arr(&exp, "voxel_count"), *elc = arr(&exp, "level_counts"), *eh = arr(&exp, "heat_top"),
                      *ol = arr(&exp, "obj_label"), *oxyz = arr(&exp, "obj_xyz"), *olwh = arr(&exp, "obj_lwh"),
@@ -184,9 +195,11 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
     bool *used = calloc((size_t)P, sizeof *used);
     double *a = malloc((size_t)P * 11 * sizeof *a), *b = malloc((size_t)P * 11 * sizeof *b);
     int unmatched = 0, swaps = 0, bad_swaps = 0, na = 0;
+    double worst_bd = 0, worst_tol = 0;    /* the margin to the match tolerance, printed */
+    const bool have_fd = efd && pvc_numel(efd) == P;
     for (int i = 0; i < P; i++) {
         int best = -1;
-        double bd = 1e30;
+        double bd = 1e30, bn = 1e30, btol = 0;     /* distance, distance / tolerance, tolerance */
         for (int j = 0; j < P; j++) {
             if (used[j] || (double)r.label_pred[i] != as_d(el, j)) continue;
             double d = 0;
@@ -195,15 +208,18 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
                 double e = fabs(x - y) / (1 + fabs(y));
                 if (e > d) d = e;
             }
-            if (d < bd) { bd = d; best = j; }
+            double tol = g_bf16 ? BF16_MATCH_TOL : MATCH_TOL;
+            if (!g_bf16 && have_fd && isfinite(as_d(efd, j))) tol += FP32_DIST_K * as_d(efd, j);
+            if (d / tol < bn) { bn = d / tol; bd = d; best = j; btol = tol; }
             if (d == 0) break;
         }
-        match[i] = bd <= (g_bf16 ? BF16_MATCH_TOL : MATCH_TOL) ? best : -1;
+        match[i] = bn <= 1 ? best : -1;
+        if (match[i] >= 0 && bd / btol > worst_bd / fmax(worst_tol, 1e-30)) { worst_bd = bd; worst_tol = btol; }
         if (match[i] < 0) {
             unmatched++;
             if (g_bf16) continue;       /* counted, gated below */
             double hi = as_d(eh, i < P ? i : P - 1), hb = as_d(eh, P);
-            if (fabs(hi - hb) > TIE_TOL) { bad_swaps++; printf("  proposal %d (label %lld) has no reference match (best %.3g)\n", i, (long long)r.label_pred[i], bd); }
+            if (fabs(hi - hb) > TIE_TOL) { bad_swaps++; printf("  proposal %d (label %lld) has no reference match (best %.3g, tolerance %.3g)\n", i, (long long)r.label_pred[i], bd, btol); }
             continue;
         }
         used[match[i]] = true;
@@ -227,8 +243,9 @@ static int run_case(pvm_bevfusion *m, const char *dir, const char *shared)
     double ps = pcc(x, y, na);
     int label_diff = 0;
     for (int i = 0; i < P; i++) if ((double)r.label_pred[i] != as_d(el, i)) label_diff++;
-    printf("  proposals: %d matched, %d unmatched, %d at another rank (near-ties), %d not explained; bbox_pred PCC %.7f, score PCC %.7f;"
-           " label_pred positions differing %d\n", na, unmatched, swaps, bad_swaps, pb, ps, label_diff);
+    printf("  proposals: %d matched (closest to its tolerance: %.3g of %.3g%s), %d unmatched, %d at another rank (near-ties),"
+           " %d not explained; bbox_pred PCC %.7f, score PCC %.7f; label_pred positions differing %d\n", na, worst_bd, worst_tol,
+           have_fd && !g_bf16 ? ", widened by the reference's fp32 distance" : "", unmatched, swaps, bad_swaps, pb, ps, label_diff);
     if (g_bf16) {
         int clear = 0, missed = 0;
         for (int j = 0; j < P; j++)
