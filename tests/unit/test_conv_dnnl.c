@@ -217,10 +217,11 @@ static pvk_dnnl_conv_desc wino_case(int i)
 static void test_winograd(void **state)
 {
     (void)state;
-    /* PERCEIVE_WINOGRAD_OWN=1: perceive's kernel where it takes the shape (channels multiples
-     * of 16), oneDNN's elsewhere; unset (the default) or 0: oneDNN's everywhere */
+    /* PERCEIVE_WINOGRAD_OWN unset (the default) or 1: perceive's kernel where it takes the shape
+     * (channels multiples of 16), oneDNN's elsewhere; 0: oneDNN's everywhere */
     for (int pass = 0; pass < 2; pass++) {
-        setenv("PERCEIVE_WINOGRAD_OWN", pass ? "0" : "1", 1);
+        if (pass) setenv("PERCEIVE_WINOGRAD_OWN", "0", 1);
+        else unsetenv("PERCEIVE_WINOGRAD_OWN");
         int wino = 0, own = 0, n = 8;
         for (int i = 0; i < n; i++) {
             pvk_dnnl_conv_desc d = wino_case(i);
@@ -256,7 +257,9 @@ static void test_winograd(void **state)
     d = wino_case(0);
     d.bf16 = true;
     bool own_bf16 = pvk_dnnl_available() && pvc_isa_selected() >= PVC_ISA_AVX512 && pvc_isa_selected() < PVC_ISA_AMX;
-    assert_false(pvk_dnnl_winograd_pick(&d));   /* the default: bf16 direct */
+    assert_true(pvk_dnnl_winograd_pick(&d) == own_bf16);   /* the default */
+    setenv("PERCEIVE_WINOGRAD_OWN", "0", 1);
+    assert_false(pvk_dnnl_winograd_pick(&d));   /* oneDNN's Winograd has no bf16: bf16 direct */
     setenv("PERCEIVE_WINOGRAD_OWN", "1", 1);
     assert_true(pvk_dnnl_winograd_pick(&d) == own_bf16);
     if (own_bf16) {   /* created as the fp32 kernel, within the fp32 tolerance */

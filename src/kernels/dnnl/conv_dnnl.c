@@ -321,14 +321,13 @@ done:
     return rc;
 }
 
-/* PERCEIVE_WINOGRAD_OWN: 1, perceive's F(4,3) kernel wherever it takes a Winograd desc; unset or
- * 0, oneDNN's (jit_wino_4x3). Read at each create. Opt-in for now: it is faster and as accurate
- * per layer (BENCHMARKS.md), but with it the Debug (ASan) build moves one KITTI proposal of the
- * BEVFusion fixture 2.9e-3 from its reference, past the gate's 2e-3 (the Release build passes). */
+/* PERCEIVE_WINOGRAD_OWN: unset or 1, perceive's F(4,3) kernel wherever it takes a Winograd desc
+ * (1.3-1.9x oneDNN's, and 5x less rounding error: BENCHMARKS.md); 0, oneDNN's (jit_wino_4x3)
+ * everywhere. Read at each create. */
 static bool own_wino_wanted(void)
 {
     const char *e = getenv("PERCEIVE_WINOGRAD_OWN");
-    return e && !strcmp(e, "1");
+    return !e || !*e || strcmp(e, "0") != 0;
 }
 
 static pvk_wino_desc own_wino_desc(const pvk_dnnl_conv_desc *d)
