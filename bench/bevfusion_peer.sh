@@ -56,7 +56,7 @@ for c in $CASES; do
   [ -f "$SHARED/$input" ] || { echo "$c: SKIP, $SHARED/$input absent"; continue; }
   # the frame's own spatial features from the independent reference (same weights, same points)
   if [ ! -f "$OUT/$c.npz" ]; then
-    "$PY" tools/ref/bevfusion_ref.py run --model "$model" --case "$case_json" --out "$OUT/ref_$c" \
+    "$PY" tools/ref/bevfusion_ref.py run --fp32 --model "$model" --case "$case_json" --out "$OUT/ref_$c" \
       --save-spatial "$OUT/$c.npy" >/dev/null
     "$PY" -c "
 import numpy as np, sys

@@ -88,6 +88,11 @@ typedef enum {
  * too. */
 pvc_isa     pvc_isa_selected(void);
 const char *pvc_isa_name(pvc_isa i);
+/* Multiply-adds per second of vdpbf16ps over those of vfmadd231ps (zmm, 12 independent sums, best
+ * of 5 short runs each, measured once per process on first call: about 0.3 ms); 0 where the CPU
+ * has no AVX512_BF16. Per instruction vdpbf16ps does twice the work, so 2 is the ideal: AMD Zen 5
+ * measures about that; Intel cores without exposed AMX can measure 0.5 (bf16 then loses). */
+double      pvc_bf16_dot_rate(void);
 
 /* ---- precision ---------------------------------------------------------------------------- */
 /* What convolutions and matrix products compute in. BF16: bf16 weights and activations,
@@ -95,9 +100,11 @@ const char *pvc_isa_name(pvc_isa i);
 typedef enum { PVC_PREC_FP32 = 0, PVC_PREC_BF16 } pvc_precision;
 const char *pvc_precision_name(pvc_precision p);
 /* The precision a run gets for a request (pv_precision, PV_PRECISION_DEFAULT = PERCEIVE_PRECISION
- * or fp32): BF16 needs pvc_isa_selected() >= AVX512_BF16 and oneDNN; otherwise FP32 with the
- * reason in why (else why = ""). An unknown request or PERCEIVE_PRECISION value: PV_EINPUT
- * naming it. */
+ * or fp32): BF16 needs pvc_isa_selected() >= AVX512_BF16 and oneDNN, and below AMX a
+ * pvc_bf16_dot_rate() of at least PVC_BF16_MIN_RATE (else bf16 runs slower than fp32; PERCEIVE_BF16=
+ * force skips this check); otherwise FP32 with the reason in why (else why = ""). An unknown
+ * request or PERCEIVE_PRECISION / PERCEIVE_BF16 value: PV_EINPUT naming it. */
+#define PVC_BF16_MIN_RATE 1.25
 pv_status   pvc_precision_resolve(int requested, pvc_precision *out, char *why, size_t why_len);
 
 /* ---- time --------------------------------------------------------------------------------- */

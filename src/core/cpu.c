@@ -1,12 +1,14 @@
 /* CPU features (cpuid + xgetbv) and the ISA choice, lowered by PERCEIVE_ISA. */
 #include "core/core.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <immintrin.h>
 #endif
 
 static pvc_cpu cpu;
@@ -75,6 +77,76 @@ const char *pvc_isa_name(pvc_isa i)
 
 const char *pvc_precision_name(pvc_precision p) { return p == PVC_PREC_BF16 ? "bf16" : "fp32"; }
 
+/* ---- the bf16 dot-product rate ---------------------------------------------------------------- */
+/* Whether bf16 pays is a property of the core, not of its flags: AMD Zen 5 runs bf16 well ahead
+ * of fp32 (BENCHMARKS.md), while an Intel Xeon (family 6 model 207, AMX not exposed to the VM)
+ * measured one vdpbf16ps every two cycles: half its fp32 multiply-add rate, so bf16 models ran
+ * 1.4-3.4x slower than fp32 there. So it is measured: 12 independent chains of one instruction,
+ * n iterations, the asm barrier keeping each sum in a register. */
+#if defined(__x86_64__) && defined(__GNUC__)
+/* twelve named sums (an array would live in memory: the loop would time store forwarding) */
+#define CHAINS(OP) OP(a0) OP(a1) OP(a2) OP(a3) OP(a4) OP(a5) OP(a6) OP(a7) OP(a8) OP(a9) OP(a10) OP(a11)
+#define SUMS __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, \
+                    a9 = a0, a10 = a0, a11 = a0
+
+__attribute__((target("avx512f,avx512bf16"))) static double time_dpbf16(int n)
+{
+    SUMS;
+    __m512bh one = (__m512bh)_mm512_set1_epi32(0x3f803f80);   /* bf16 pairs (1, 1) */
+    double t = pvc_now_ms();
+    for (int i = 0; i < n; i++) {
+#define DP(a) a = _mm512_dpbf16_ps(a, one, one); __asm__ volatile("" : "+v"(a));
+        CHAINS(DP)
+#undef DP
+    }
+    t = pvc_now_ms() - t;
+    volatile float sink = _mm512_reduce_add_ps(_mm512_add_ps(a0, a11));
+    (void)sink;
+    return t;
+}
+
+__attribute__((target("avx512f,fma"))) static double time_fma(int n)
+{
+    SUMS;
+    __m512 one = _mm512_set1_ps(1.0f);
+    double t = pvc_now_ms();
+    for (int i = 0; i < n; i++) {
+#define FM(a) a = _mm512_fmadd_ps(one, one, a); __asm__ volatile("" : "+v"(a));
+        CHAINS(FM)
+#undef FM
+    }
+    t = pvc_now_ms() - t;
+    volatile float sink = _mm512_reduce_add_ps(_mm512_add_ps(a0, a11));
+    (void)sink;
+    return t;
+}
+#undef SUMS
+#undef CHAINS
+#endif
+
+static double bf16_rate;
+static pthread_once_t rate_once = PTHREAD_ONCE_INIT;
+
+static void measure_bf16_rate(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    const pvc_cpu *c = pvc_cpu_get();
+    if (!(c->avx512f && c->avx512_bf16 && c->fma)) return;
+    double dp = 1e30, fm = 1e30;
+    for (int r = 0; r < 5; r++) {   /* interleaved, so a frequency change or a preemption hits both */
+        dp = fmin(dp, time_dpbf16(2048));
+        fm = fmin(fm, time_fma(2048));
+    }
+    if (dp > 0 && fm > 0) bf16_rate = 2.0 * fm / dp;
+#endif
+}
+
+double pvc_bf16_dot_rate(void)
+{
+    pthread_once(&rate_once, measure_bf16_rate);
+    return bf16_rate;
+}
+
 pv_status pvc_precision_resolve(int requested, pvc_precision *out, char *why, size_t why_len)
 {
     *out = PVC_PREC_FP32;
@@ -89,6 +161,9 @@ pv_status pvc_precision_resolve(int requested, pvc_precision *out, char *why, si
     if (requested == PV_PRECISION_FP32) return PV_OK;
     if (requested != PV_PRECISION_BF16)
         return pvc_fail(NULL, PV_EINPUT, "precision: %d is not one of PV_PRECISION_DEFAULT, _FP32, _BF16", requested);
+    const char *force = getenv("PERCEIVE_BF16");
+    if (force && *force && strcmp(force, "auto") && strcmp(force, "force"))
+        return pvc_fail(NULL, PV_EINPUT, "PERCEIVE_BF16: '%s' is not one of auto, force", force);
     pvc_isa i = pvc_isa_selected();
     if (i < PVC_ISA_AVX512_BF16)
         snprintf(why, why_len, "bf16 needs AVX512_BF16; %s (ISA %s): running fp32",
@@ -96,6 +171,9 @@ pv_status pvc_precision_resolve(int requested, pvc_precision *out, char *why, si
 #ifndef PV_HAVE_DNNL
     else snprintf(why, why_len, "bf16 needs oneDNN, which this build lacks: running fp32");
 #else
+    else if (i < PVC_ISA_AMX && !(force && !strcmp(force, "force")) && pvc_bf16_dot_rate() < PVC_BF16_MIN_RATE)
+        snprintf(why, why_len, "bf16 dot products run %.2fx the fp32 multiply-add rate here (measured; bf16 pays from "
+                 "%.2fx): running fp32 (PERCEIVE_BF16=force: bf16)", pvc_bf16_dot_rate(), PVC_BF16_MIN_RATE);
     else *out = PVC_PREC_BF16;
 #endif
     return PV_OK;

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "graph/graph.h"
+#include "kernels/dnnl/conv_dnnl.h"
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -129,6 +130,36 @@ static void test_isa(void **state)
     if (pvc_isa_selected() >= PVC_ISA_AVX2) assert_true(c->avx2 && c->fma);
 }
 
+/* bf16 precision: the measured dot-product rate decides below AMX; PERCEIVE_BF16=force skips it,
+ * an unknown value is an input error naming the variable */
+static void test_bf16_rate_and_precision(void **state)
+{
+    (void)state;
+    const pvc_cpu *c = pvc_cpu_get();
+    double r = pvc_bf16_dot_rate();
+    if (c->avx512f && c->avx512_bf16) assert_true(r > 0.05 && r < 20);   /* a rate, not a timing */
+    else assert_true(r == 0);
+    print_message("bf16 dot rate %.2f of fp32 multiply-adds\n", r);
+    pvc_precision got;
+    char why[256];
+    unsetenv("PERCEIVE_BF16");
+    assert_int_equal(pvc_precision_resolve(PV_PRECISION_BF16, &got, why, sizeof why), PV_OK);
+    bool isa_bf16 = pvc_isa_selected() >= PVC_ISA_AVX512_BF16 && pvk_dnnl_available();
+    bool amx = pvc_isa_selected() >= PVC_ISA_AMX;
+    assert_true(got == (isa_bf16 && (amx || r >= PVC_BF16_MIN_RATE) ? PVC_PREC_BF16 : PVC_PREC_FP32));
+    assert_true((got == PVC_PREC_FP32) == (why[0] != 0));
+    if (isa_bf16 && !amx && r < PVC_BF16_MIN_RATE) assert_non_null(strstr(why, "PERCEIVE_BF16=force"));
+    setenv("PERCEIVE_BF16", "force", 1);
+    assert_int_equal(pvc_precision_resolve(PV_PRECISION_BF16, &got, why, sizeof why), PV_OK);
+    assert_true(got == (isa_bf16 ? PVC_PREC_BF16 : PVC_PREC_FP32));
+    assert_int_equal(pvc_precision_resolve(PV_PRECISION_FP32, &got, why, sizeof why), PV_OK);
+    assert_true(got == PVC_PREC_FP32 && !why[0]);
+    setenv("PERCEIVE_BF16", "sometimes", 1);
+    assert_int_equal(pvc_precision_resolve(PV_PRECISION_BF16, &got, why, sizeof why), PV_EINPUT);
+    assert_non_null(strstr(pv_last_error(), "PERCEIVE_BF16"));
+    unsetenv("PERCEIVE_BF16");
+}
+
 static pv_status dbl_prepare(pvg_prep *p)
 {
     pvg_out_set(p, 0, p->in[0].dtype, p->in[0].rank, p->in[0].dims);
@@ -193,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_half_conversions),
         cmocka_unit_test(test_element_access),
         cmocka_unit_test(test_isa),
+        cmocka_unit_test(test_bf16_rate_and_precision),
         cmocka_unit_test(test_custom_op_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

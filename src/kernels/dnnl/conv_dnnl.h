@@ -54,8 +54,8 @@ pvk_dnnl_mode pvk_dnnl_mode_get(void);
 /* PERCEIVE_WINOGRAD: 1 = Winograd for every fp32 3x3 stride-1 convolution oneDNN has a Winograd
  * kernel for, 0 = never, unset = where the measured table in conv_dnnl.c says it pays and stays
  * within the fp32 conformance tolerance. bf16 descs: true below AMX where perceive's own fp32
- * Winograd takes the shape (unless PERCEIVE_WINOGRAD=0). Both only with PERCEIVE_WINOGRAD_OWN=1
- * (opt-in, see conv_dnnl.c); otherwise oneDNN's Winograd kernel, and bf16 descs stay bf16 direct. */
+ * Winograd takes the shape (unless PERCEIVE_WINOGRAD=0). perceive's kernel unless
+ * PERCEIVE_WINOGRAD_OWN=0: then oneDNN's Winograd kernel, and bf16 descs stay bf16 direct. */
 bool pvk_dnnl_winograd_pick(const pvk_dnnl_conv_desc *d);
 
 /* What AUTO chooses for d by the measured table (OFF = perceive's im2col path). bf16 descs are
