@@ -49,6 +49,7 @@ int main(int argc, char **argv)
     if (pvm_bevfusion_open(&o, &m, &msg) != PV_OK) { fprintf(stderr, "open: %s\n", msg.text); return 1; }
     printf("open (load + plan + warm-up) %.0f ms, weights %s, isa %s, threads %d\n", pvc_now_ms() - t0,
            pvm_bevfusion_weights_kind(m), pv_isa(), pvc_default_threads());
+    if (*pvm_bevfusion_precision_note(m)) printf("note: %s\n", pvm_bevfusion_precision_note(m));
     printf("%-44s %7s %7s %-36s %7s %7s %7s %9s %7s %7s %7s %8s\n", "frame", "points", "voxels", "sites L0..L3, out", "pre", "voxel",
            "sparse", "(rulebk)", "dense", "post", "total", "first");
     for (int f = 0; f < nf; f++) {

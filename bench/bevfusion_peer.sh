@@ -90,20 +90,22 @@ for c in cases:
         m = re.search(r'perceive: .* p50 ([\d.]+) ms', t)
         if m: pd.append(float(m.group(1)))
     for p in precs:
-        tot, sp, de = [], [], []
+        tot, sp, de, ran = [], [], [], p
         for r in range(1, rounds + 1):
             f = os.path.join(out, f'{c}.{p}.{r}.log')
             if not os.path.exists(f): continue
-            lines = open(f).read().splitlines()
+            text = open(f).read()
+            if 'running fp32' in text: ran = f'{p} (ran fp32)'   # the precision note: README --precision
+            lines = text.splitlines()
             hdr = [l for l in lines if l.startswith('frame ')]
-            rows = [l for l in lines if l and not l.startswith(('frame ', 'open ')) and len(l.split()) > 8]
+            rows = [l for l in lines if l and not l.startswith(('frame ', 'open ', 'note: ')) and len(l.split()) > 8]
             if not hdr or not rows: continue
             v = rows[-1].split()
             # columns from the right: ... sparse (rulebk) dense post total first
             tot.append(float(v[-2])); de.append(float(v[-4])); sp.append(float(v[-6]))
         if not tot:
-            print(f'| {c} | {p} | (no run: see {out}/{c}.{p}.1.log) | | | | | | |'); continue
+            print(f'| {c} | {ran} | (no run: see {out}/{c}.{p}.1.log) | | | | | | |'); continue
         T, S, D, O = med(tot), med(sp), med(de), med(ort)
         goal = '<= 0.8' if p == 'fp32' else '<= 0.3'
-        print(f'| {c} | {p} | {T:.1f} | {S:.1f} ({100 * S / T:.0f} %) | {D:.1f} | {O:.1f} | {med(pd):.1f} | **{T / O:.2f}** | {goal} |')
+        print(f'| {c} | {ran} | {T:.1f} | {S:.1f} ({100 * S / T:.0f} %) | {D:.1f} | {O:.1f} | {med(pd):.1f} | **{T / O:.2f}** | {goal} |')
 PY

@@ -80,9 +80,9 @@ const char *pvc_precision_name(pvc_precision p) { return p == PVC_PREC_BF16 ? "b
 /* ---- the bf16 dot-product rate ---------------------------------------------------------------- */
 /* Whether bf16 pays is a property of the core, not of its flags: AMD Zen 5 runs bf16 well ahead
  * of fp32 (BENCHMARKS.md), while an Intel Xeon (family 6 model 207, AMX not exposed to the VM)
- * measured one vdpbf16ps every two cycles: half its fp32 multiply-add rate, so bf16 models ran
- * 1.4-3.4x slower than fp32 there. So it is measured: 12 independent chains of one instruction,
- * n iterations, the asm barrier keeping each sum in a register. */
+ * measured one vdpbf16ps every two cycles: half its fp32 multiply-add rate, so the model graphs
+ * at bf16 took 1.04-1.6x their fp32 time there. So it is measured: 12 independent chains of one
+ * instruction, n iterations, the asm barrier keeping each sum in a register. */
 #if defined(__x86_64__) && defined(__GNUC__)
 /* twelve named sums (an array would live in memory: the loop would time store forwarding) */
 #define CHAINS(OP) OP(a0) OP(a1) OP(a2) OP(a3) OP(a4) OP(a5) OP(a6) OP(a7) OP(a8) OP(a9) OP(a10) OP(a11)
