@@ -84,43 +84,29 @@ const char *pvc_precision_name(pvc_precision p) { return p == PVC_PREC_BF16 ? "b
  * at bf16 took 1.04-1.6x their fp32 time there. So it is measured: 12 independent chains of one
  * instruction, n iterations, the asm barrier keeping each sum in a register. */
 #if defined(__x86_64__) && defined(__GNUC__)
-/* twelve named sums (an array would live in memory: the loop would time store forwarding) */
+/* One timed loop: twelve named sums (an array would live in memory and the loop would time store
+ * forwarding), step(a) one instruction on sum a, the asm barrier keeping it in a register. */
 #define CHAINS(OP) OP(a0) OP(a1) OP(a2) OP(a3) OP(a4) OP(a5) OP(a6) OP(a7) OP(a8) OP(a9) OP(a10) OP(a11)
-#define SUMS __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, \
-                    a9 = a0, a10 = a0, a11 = a0
-
-__attribute__((target("avx512f,avx512bf16"))) static double time_dpbf16(int n)
-{
-    SUMS;
-    __m512bh one = (__m512bh)_mm512_set1_epi32(0x3f803f80);   /* bf16 pairs (1, 1) */
-    double t = pvc_now_ms();
-    for (int i = 0; i < n; i++) {
+#define TIMED_LOOP(name, isa, setup, step)                                                                  \
+    __attribute__((target(isa))) static double name(int n)                                                  \
+    {                                                                                                       \
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,     \
+               a8 = a0, a9 = a0, a10 = a0, a11 = a0;                                                        \
+        setup;                                                                                              \
+        double t = pvc_now_ms();                                                                            \
+        for (int i = 0; i < n; i++) { CHAINS(step) }                                                        \
+        t = pvc_now_ms() - t;                                                                               \
+        volatile float sink = _mm512_reduce_add_ps(_mm512_add_ps(a0, a11));                                \
+        (void)sink;                                                                                         \
+        return t;                                                                                           \
+    }
 #define DP(a) a = _mm512_dpbf16_ps(a, one, one); __asm__ volatile("" : "+v"(a));
-        CHAINS(DP)
-#undef DP
-    }
-    t = pvc_now_ms() - t;
-    volatile float sink = _mm512_reduce_add_ps(_mm512_add_ps(a0, a11));
-    (void)sink;
-    return t;
-}
-
-__attribute__((target("avx512f,fma"))) static double time_fma(int n)
-{
-    SUMS;
-    __m512 one = _mm512_set1_ps(1.0f);
-    double t = pvc_now_ms();
-    for (int i = 0; i < n; i++) {
 #define FM(a) a = _mm512_fmadd_ps(one, one, a); __asm__ volatile("" : "+v"(a));
-        CHAINS(FM)
+TIMED_LOOP(time_dpbf16, "avx512f,avx512bf16", __m512bh one = (__m512bh)_mm512_set1_epi32(0x3f803f80), DP)   /* bf16 pairs (1, 1) */
+TIMED_LOOP(time_fma, "avx512f,fma", __m512 one = _mm512_set1_ps(1.0f), FM)
 #undef FM
-    }
-    t = pvc_now_ms() - t;
-    volatile float sink = _mm512_reduce_add_ps(_mm512_add_ps(a0, a11));
-    (void)sink;
-    return t;
-}
-#undef SUMS
+#undef DP
+#undef TIMED_LOOP
 #undef CHAINS
 #endif
 
