@@ -1,6 +1,6 @@
 /* Winograd F(4x4, 3x3) convolution, fp32: 2-D, 3x3, stride 1, dilation 1, group 1, on the
- * channel-blocked layout nChw16c ([N][C/16][H][W][16], what oneDNN calls it; cin and cout
- * multiples of 16). Output tiles of 4x4 read 6x6 input patches; each of the 36 transformed
+ * channel-blocked layout nChw16c ([N][ceil(C/16)][H][W][16], what oneDNN calls it; channels past C
+ * in the last block are padding: read as zeros (oneDNN keeps them zero), written as zeros). Output tiles of 4x4 read 6x6 input patches; each of the 36 transformed
  * positions is one GEMM [tiles x cin] x [cin x cout]: 36 multiplies where the direct 3x3 needs
  * 144 per 16 outputs. Transforms (Lavin and Gray, "Fast Algorithms for Convolutional Neural
  * Networks", 2015): V = B^T d B, U = G g G^T, Y = A^T (U . V) A, from the interpolation points
@@ -33,16 +33,18 @@ typedef struct pvk_wino_desc {
 
 typedef struct pvk_wino {
     pvk_wino_desc d;
+    int64_t cp, kp;               /* cin, cout rounded up to 16: the blocked layout's channels */
     int64_t th, tw, tiles;        /* tile grid per image, tiles over the batch */
     int64_t block;                /* tiles per block (a multiple of 6, the micro-kernel's rows) */
     int64_t nblocks;
     int     threads;
-    float  *u;                    /* transformed weights: [36][cout / 64 panels][cin][panel width] */
-    size_t  ws_per_thread;        /* bytes: V [36][block][cin] then M [36][block][cout] */
+    float  *u;                    /* transformed weights: [36][kp / 64 panels][cp][panel width], zero past cin / cout */
+    size_t  ws_per_thread;        /* bytes: V [36][block][cp] then M [36][block][kp] */
 } pvk_wino;
 
-/* Whether the fast kernel takes d here: AVX-512 selected (PERCEIVE_ISA), channel counts
- * multiples of 16, pads 0..2 with oh / ow consistent, no GELU. */
+/* Whether the fast kernel takes d here: AVX-512 selected (PERCEIVE_ISA), pads 0..2 with oh / ow
+ * consistent, no GELU; with cout not a multiple of 16, an activation that keeps 0 at 0 (the padded
+ * output channels stay zero). */
 bool pvk_wino_supported(const pvk_wino_desc *d);
 /* Whether the kernel is worth taking for d (supported or not): false when the transformed weights
  * (36 cin cout floats, read once per block of tiles) outgrow a last-level cache (16 MiB). */

@@ -1,6 +1,7 @@
 /* Winograd F(4x4, 3x3) (kernels/winograd.h): the plain twin pvk_wino_ref_f32 against the
  * definition of a 3x3 convolution written here (float64 sums), and the AVX-512 kernel against
- * the twin, on seeded random problems: batch 1-2, channels 16-80, odd sizes from 1x1 up (partial
+ * the twin, on seeded random problems: batch 1-2, channels 1-80 (half of them multiples of 16, the
+ * rest padded to 16 in the blocked layout, padding checked zero in Y), odd sizes from 1x1 up (partial
  * and border tiles), every pad combination 0..2 per side, with and without bias, every fused
  * activation but GELU (declined). The fast kernel runs on nChw16c copies, with a NaN-filled
  * workspace, guard floats after Y, no pool and a 2-thread pool, and tile blocks of 6 to 96.
@@ -59,8 +60,9 @@ static prob random_prob(int64_t cmax)
     memset(&p, 0, sizeof p);
     pvk_wino_desc *d = &p.d;
     d->batch = 1 + urand(2);
-    d->cin = 16 * (1 + urand((uint32_t)(cmax / 16)));
-    d->cout = 16 * (1 + urand((uint32_t)(cmax / 16)));
+    /* half the draws multiples of 16, half any count (the blocked layout pads to 16) */
+    d->cin = urand(2) ? 16 * (1 + urand((uint32_t)(cmax / 16))) : 1 + urand((uint32_t)cmax);
+    d->cout = urand(2) ? 16 * (1 + urand((uint32_t)(cmax / 16))) : 1 + urand((uint32_t)cmax);
     d->ih = 1 + urand(19);
     d->iw = 1 + urand(19);
     d->pad_t = urand(3);
@@ -122,21 +124,31 @@ static void describe(const pvk_wino_desc *d, char *buf, size_t n)
              (long long)d->oh, (long long)d->ow, (long long)d->pad_t, (long long)d->pad_l, d->bias, (int)d->act.kind);
 }
 
-/* nChw16c <-> NCHW */
+/* nChw16c <-> NCHW; channels past c in the last block are padding (zeros) */
+static int64_t cpad(int64_t c) { return (c + 15) / 16 * 16; }
+
 static void to_blocked(const float *src, float *dst, int64_t batch, int64_t c, int64_t hw)
 {
+    int64_t cb = cpad(c) / 16;
     for (int64_t n = 0; n < batch; n++)
-        for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t ch = 0; ch < cpad(c); ch++)
             for (int64_t i = 0; i < hw; i++)
-                dst[((n * (c / 16) + ch / 16) * hw + i) * 16 + ch % 16] = src[(n * c + ch) * hw + i];
+                dst[((n * cb + ch / 16) * hw + i) * 16 + ch % 16] = ch < c ? src[(n * c + ch) * hw + i] : 0.0f;
 }
 
-static void from_blocked(const float *src, float *dst, int64_t batch, int64_t c, int64_t hw)
+/* -> false when a padding channel of src is not zero */
+static bool from_blocked(const float *src, float *dst, int64_t batch, int64_t c, int64_t hw)
 {
+    int64_t cb = cpad(c) / 16;
+    bool pad_zero = true;
     for (int64_t n = 0; n < batch; n++)
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t i = 0; i < hw; i++)
-                dst[(n * c + ch) * hw + i] = src[((n * (c / 16) + ch / 16) * hw + i) * 16 + ch % 16];
+        for (int64_t ch = 0; ch < cpad(c); ch++)
+            for (int64_t i = 0; i < hw; i++) {
+                float v = src[((n * cb + ch / 16) * hw + i) * 16 + ch % 16];
+                if (ch < c) dst[(n * c + ch) * hw + i] = v;
+                else pad_zero &= v == 0.0f;
+            }
+    return pad_zero;
 }
 
 static double max_abs(const double *v, int64_t n)
@@ -189,19 +201,22 @@ static double check_fast(const prob *p, const float *want, int64_t tiles, pvc_po
     size_t ws = 0;
     assert_int_equal(pvk_wino_create(d, p->w, threads, &k, &ws), PV_OK);
     unsetenv("PERCEIVE_WINO_TILES");
-    int64_t nx = d->batch * d->cin * d->ih * d->iw, ny = ysize(d);
+    int64_t nx = d->batch * cpad(d->cin) * d->ih * d->iw, ny = ysize(d), nyb = d->batch * cpad(d->cout) * d->oh * d->ow;
     float *xb = pvc_malloc_aligned((size_t)nx * sizeof(float));
-    float *yb = pvc_malloc_aligned((size_t)(ny + GUARD) * sizeof(float));
+    float *yb = pvc_malloc_aligned((size_t)(nyb + GUARD) * sizeof(float));
     float *y = malloc((size_t)ny * sizeof(float));
     void *w = pvc_malloc_aligned(ws);
     assert_true(xb && yb && y && w);
     to_blocked(p->x, xb, d->batch, d->cin, d->ih * d->iw);
-    for (int64_t i = 0; i < ny; i++) yb[i] = NAN;
-    for (int i = 0; i < GUARD; i++) yb[ny + i] = GUARD_VAL;
+    for (int64_t i = 0; i < nyb; i++) yb[i] = NAN;
+    for (int i = 0; i < GUARD; i++) yb[nyb + i] = GUARD_VAL;
     memset(w, 0xff, ws);   /* NaN floats: a read before a write shows */
     pvk_wino_run(k, pool, xb, d->bias ? p->b : NULL, yb, w);
-    for (int i = 0; i < GUARD; i++) assert_true(yb[ny + i] == GUARD_VAL);
-    from_blocked(yb, y, d->batch, d->cout, d->oh * d->ow);
+    for (int i = 0; i < GUARD; i++) assert_true(yb[nyb + i] == GUARD_VAL);
+    if (!from_blocked(yb, y, d->batch, d->cout, d->oh * d->ow)) {
+        describe(d, what, sizeof what);
+        fail_msg("%s: a padding channel of Y is not zero", what);
+    }
     double s = 1e-30, worst = 0.0;
     for (int64_t i = 0; i < ny; i++) s = fmax(s, fabs(want[i]));
     for (int64_t i = 0; i < ny; i++) {
@@ -283,6 +298,14 @@ static void test_declines(void **state)
     pvk_wino_desc ok = { .batch = 1, .cin = 32, .cout = 16, .ih = 8, .iw = 8, .oh = 8, .ow = 8, .pad_t = 1, .pad_l = 1 };
     pvk_wino_desc d = ok;
     d.cin = 24;
+    d.cout = 24;
+    assert_true(pvk_wino_supported(&d));
+    d.act = (pvg_act){ PVG_ACT_CLIP, 0.1f, 6.0f };   /* act(0) != 0 would fill Y's padding */
+    assert_false(pvk_wino_supported(&d));
+    d.cout = 32;
+    assert_true(pvk_wino_supported(&d));
+    d = ok;
+    d.cin = 0;
     assert_false(pvk_wino_supported(&d));
     d = ok;
     d.act.kind = PVG_ACT_GELU;

@@ -322,7 +322,8 @@ done:
 }
 
 /* PERCEIVE_WINOGRAD_OWN: unset or 1, perceive's F(4,3) kernel wherever it takes a Winograd desc
- * (1.3-1.9x oneDNN's, and 5x less rounding error: BENCHMARKS.md); 0, oneDNN's (jit_wino_4x3)
+ * (1.3-1.9x oneDNN's F(4,3) and 5x less rounding error; on few channels, 72->24, 1.7x oneDNN's
+ * F(2,3), which rounds 4x less, both within the fp32 tolerance: BENCHMARKS.md); 0, oneDNN's
  * everywhere. Read at each create. */
 static bool own_wino_wanted(void)
 {

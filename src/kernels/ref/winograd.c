@@ -58,12 +58,14 @@ bool pvk_wino_supported(const pvk_wino_desc *d)
 #else
     return false;
 #endif
-    if (d->batch < 1 || d->cin < 16 || d->cout < 16 || d->cin % 16 || d->cout % 16) return false;
+    if (d->batch < 1 || d->cin < 1 || d->cout < 1) return false;
     if (d->pad_t < 0 || d->pad_t > 2 || d->pad_l < 0 || d->pad_l > 2) return false;
     int64_t pb = d->oh + 2 - d->ih - d->pad_t, pr = d->ow + 2 - d->iw - d->pad_l;
     if (d->ih < 1 || d->iw < 1 || d->oh < 1 || d->ow < 1 || pb < 0 || pb > 2 || pr < 0 || pr > 2) return false;
     if (d->act.kind == PVG_ACT_GELU) return false;
     if (d->act.kind == PVG_ACT_CLIP && !(d->act.alpha <= d->act.beta)) return false;
+    /* padded output channels compute act(0): it must stay 0 for the layout's padding */
+    if (d->cout % 16 && d->act.kind == PVG_ACT_CLIP && !(d->act.alpha <= 0 && d->act.beta >= 0)) return false;
     return true;
 }
 
@@ -105,20 +107,23 @@ pv_status pvk_wino_create(const pvk_wino_desc *d, const float *w, int threads, p
     k->tiles = d->batch * k->th * k->tw;
     k->block = pick_block(k->tiles, threads);
     k->nblocks = (k->tiles + k->block - 1) / k->block;
-    size_t vm = (size_t)(36 * (k->block * (d->cin + d->cout) + 32)) * sizeof(float);   /* + the stride pads */
+    k->cp = (d->cin + 15) / 16 * 16;
+    k->kp = (d->cout + 15) / 16 * 16;
+    size_t vm = (size_t)(36 * (k->block * (k->cp + k->kp) + 32)) * sizeof(float);   /* + the stride pads */
     k->ws_per_thread = (vm + 63) & ~(size_t)63;
-    int64_t C = d->cin, K = d->cout;
+    int64_t C = k->cp, K = k->kp;
     k->u = pvc_malloc_aligned((size_t)(36 * C * K) * sizeof(float));
     if (!k->u) { pvc_free(k); return pvc_fail(NULL, PV_ENOMEM, "out of memory for Winograd weights"); }
+    memset(k->u, 0, (size_t)(36 * C * K) * sizeof(float));   /* the padded channels' rows and columns */
     /* U[p][panel][c][kk]: panel j holds output channels [64 j, 64 j + width) */
     double G[6][3];
     float BT[6][6], AT[4][6];
     wino_matrices(G, BT, AT);
-    for (int64_t o = 0; o < K; o++) {
+    for (int64_t o = 0; o < d->cout; o++) {
         int64_t j = o / PANEL, kk = o % PANEL, width = PVC_MIN(PANEL, K - j * PANEL);
-        for (int64_t c = 0; c < C; c++) {
+        for (int64_t c = 0; c < d->cin; c++) {
             float *u = k->u + j * PANEL * C + c * width + kk;
-            weight_transform(G, w + (o * C + c) * 9, u, C * K);
+            weight_transform(G, w + (o * d->cin + c) * 9, u, C * K);
         }
     }
     *ws = (size_t)threads * k->ws_per_thread;

@@ -179,7 +179,8 @@ void pvk_wino_block_avx512(const pvk_wino *k, const float *x, const float *bias,
                            int64_t nt)
 {
     const pvk_wino_desc *d = &k->d;
-    const int64_t C = d->cin, K = d->cout, CB = C / 16, KB = K / 16, per_img = k->th * k->tw;
+    /* channels as the blocked layout holds them (padded to 16; U is zero there) */
+    const int64_t C = k->cp, K = k->kp, CB = C / 16, KB = K / 16, per_img = k->th * k->tw;
     /* position strides, one cache line more than the rows they hold: a multiple of 4 KiB would put
      * all 36 positions of a tile in one L1 set */
     const int64_t vs = nt * C + 16, ms = nt * K + 16;
@@ -208,7 +209,10 @@ void pvk_wino_block_avx512(const pvk_wino *k, const float *x, const float *bias,
     }
 
     for (int64_t kb = 0; kb < KB; kb++) {
-        __m512 b = bias ? _mm512_loadu_ps(bias + kb * 16) : _mm512_setzero_ps();
+        /* bias has cout floats: the padded channels get 0 (and act(0) = 0, pvk_wino_supported) */
+        int64_t nlive = d->cout - kb * 16;
+        __mmask16 live = nlive >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nlive) - 1);
+        __m512 b = bias ? _mm512_maskz_loadu_ps(live, bias + kb * 16) : _mm512_setzero_ps();
         for (int64_t t = 0; t < nt; t++) {
             int64_t g = t0 + t, n = g / per_img, r = g % per_img, ty = r / k->tw, tx = r % k->tw;
             out_tile(M + t * K + kb * 16, ms, t + 1 < nt ? K : 0, b, &d->act, y + (n * KB + kb) * d->oh * d->ow * 16, d->oh, d->ow, ty * 4,
