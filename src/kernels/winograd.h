@@ -1,8 +1,9 @@
 /* Winograd F(4x4, 3x3) convolution, fp32: 2-D, 3x3, stride 1, dilation 1, group 1, on the
- * channel-blocked layout nChw16c ([N][ceil(C/16)][H][W][16], what oneDNN calls it; channels past C
- * in the last block are padding: read as zeros (oneDNN keeps them zero), written as zeros). Output tiles of 4x4 read 6x6 input patches; each of the 36 transformed
- * positions is one GEMM [tiles x cin] x [cin x cout]: 36 multiplies where the direct 3x3 needs
- * 144 per 16 outputs. Transforms (Lavin and Gray, "Fast Algorithms for Convolutional Neural
+ * channel-blocked layout nChw16c ([N][ceil(C/16)][H][W][16], what oneDNN calls it; channels past
+ * C in the last block are padding, zeros as oneDNN keeps them: read as such, written as zeros).
+ * Output tiles of 4x4 read 6x6 input patches; each of the 36 transformed positions is one GEMM
+ * [tiles x cin] x [cin x cout]: 36 multiplies where the direct 3x3 needs 144 per 16 outputs.
+ * Transforms (Lavin and Gray, "Fast Algorithms for Convolutional Neural
  * Networks", 2015): V = B^T d B, U = G g G^T, Y = A^T (U . V) A, from the interpolation points
  * 0, +-a, +-b and infinity. Lavin and Gray use a = 1, b = 2; which points round least is the
  * subject of Barabasz et al. ("Error analysis and improving the accuracy of Winograd convolution
@@ -38,7 +39,8 @@ typedef struct pvk_wino {
     int64_t block;                /* tiles per block (a multiple of 6, the micro-kernel's rows) */
     int64_t nblocks;
     int     threads;
-    float  *u;                    /* transformed weights: [36][kp / 64 panels][cp][panel width], zero past cin / cout */
+    float  *u;                    /* transformed weights: [36][kp / 64 panels][cp][panel width]
+                                     (zero past cin and cout) */
     size_t  ws_per_thread;        /* bytes: V [36][block][cp] then M [36][block][kp] */
 } pvk_wino;
 
