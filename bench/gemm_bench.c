@@ -16,7 +16,7 @@
  * while it runs and shows what the code does when it has them.
  *
  *   pv_gemm_bench [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T threads] [-q] [-g group]
- *                 [-S MxNxK]... [-x] [-c copies] [-e]
+ *                 [-S MxNxK]... [-x] [-c copies] [-e] [-w]
  *     -r  timed runs per point (default 5); the median is reported, and the best run beside it
  *         (on a box shared with other jobs the best run shows what the code does undisturbed)
  *     -v  only the variant with this name (see the table in kernels.h; "ref", "avx512_12x32"..)
@@ -32,6 +32,8 @@
  *         K 192, as one GEMM per head)
  *     -e  packed rows: also with the epilogue of a transformer's linear layer (bias, the vector
  *         GELU, a residual of C's shape), a second row per variant ("+ep")
+ *     -w  packed rows: no workspace, every slice of C packs its own A block (what a run did
+ *         before pvk_gemm_packed_run_ws; the default runs as the graph ops do, A packed once)
  *     -c  packed and dnnl rows: cycle over this many copies of the weights (default 1), so
  *         that B comes from DRAM as it does in a network whose weights exceed the L3 cache
  * Each point is warmed up once; C is written with beta = 0. */
@@ -205,6 +207,7 @@ typedef struct runner {
     pvk_gemm_packed *pk;         /* packed */
     pvk_dnnl_matmul *dm;         /* dnnl */
     void *ws;
+    void *pkws;                  /* packed: A packed once into this (pvk_gemm_packed_run_ws), or NULL */
     const pvk_gemm_epilogue *ep;        /* -e: packed rows run this epilogue */
     pvk_gemm_packed *pks[MAX_COPIES];   /* -c: the copies cycled over (pk, dm are the current one) */
     pvk_dnnl_matmul *dms[MAX_COPIES];
@@ -222,7 +225,7 @@ static void run_once(runner *r, pvc_pool *pool, const shape *s, const float *A, 
         int64_t lda = r->ta ? s->M : s->K, ldb = r->tb ? s->K : s->N;
         r->v->fn(pool, s->M, s->N, s->K, A, lda, r->ta, B, ldb, r->tb, C, s->N, 1.0f, 0.0f);
     } else if (r->pk) {
-        pvk_gemm_packed_run_ep(r->pk, pool, s->M, A, s->K, C, s->N, 0.0f, r->ep);
+        pvk_gemm_packed_run_ws(r->pk, pool, s->M, A, s->K, C, s->N, 0.0f, r->ep, r->pkws);
     } else if (pvk_dnnl_matmul_run(r->dm, A, NULL, C, r->ws) != PV_OK) {
         fprintf(stderr, "oneDNN matmul failed\n");
         exit(1);
@@ -286,7 +289,7 @@ int main(int argc, char **argv)
 {
     int runs = 5, nshapes = (int)PVC_COUNTOF(shapes);
     int only_shape = -1, tlo = 1, thi = 2, copies = 1, nuser = 0;
-    bool with_ep = false;
+    bool with_ep = false, no_ws = false;
     shape user[MAX_USER_SHAPES];
     const shape *table = shapes;
     const char *only = NULL, *trans = "NN", *group = NULL;
@@ -299,6 +302,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-g") && i + 1 < argc) group = argv[++i];
         else if (!strcmp(argv[i], "-q")) nshapes = 2;
         else if (!strcmp(argv[i], "-e")) with_ep = true;
+        else if (!strcmp(argv[i], "-w")) no_ws = true;
         else if (!strcmp(argv[i], "-x")) { table = sweep; nshapes = (int)PVC_COUNTOF(sweep); }
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
             copies = atoi(argv[++i]);   /* not inside PVC_MIN: it evaluates its arguments twice */
@@ -313,7 +317,7 @@ int main(int argc, char **argv)
             user[nuser++] = (shape){ "custom        ", m, n, k };
         } else {
             fprintf(stderr, "usage: %s [-r runs] [-v variant] [-t NN|NT|TN|TT] [-s shape] [-T 1|2] [-q] "
-                            "[-g plain|packed|dnnl] [-S MxNxK]... [-x] [-c copies] [-e]\n", argv[0]);
+                            "[-g plain|packed|dnnl] [-S MxNxK]... [-x] [-c copies] [-e] [-w]\n", argv[0]);
             return 2;
         }
     }
@@ -380,6 +384,11 @@ int main(int argc, char **argv)
                     return 1;
                 }
             r.pk = r.pks[0];
+            size_t wsb = no_ws ? 0 : pvk_gemm_packed_ws_bytes(r.pk, sh->M);
+            if (wsb && !(r.pkws = pvc_malloc_aligned(wsb))) {
+                fprintf(stderr, "out of memory\n");
+                return 1;
+            }
             char name[40];
             snprintf(name, sizeof name, "packed %s", v->name);
             int kind = v->precision == PVC_PREC_BF16 ? PK_BF16 : isa_kind(v->isa);
@@ -394,6 +403,7 @@ int main(int argc, char **argv)
                 r.ep = NULL;
             }
             for (int c = 0; c < copies; c++) pvk_gemm_packed_free(r.pks[c]);
+            pvc_free_aligned(r.pkws);
         }
         for (int prec = 0; g_dnnl && prec < 2; prec++) {
             if (prec == PVC_PREC_BF16 && isa < PVC_ISA_AVX512_BF16) continue;

@@ -235,6 +235,11 @@ pv_status pvg_axis(pvg_prep *p, int64_t axis, int rank, const char *what, int *o
 void      pvg_out_set(pvg_prep *p, int i, pv_dtype t, int rank, const int64_t *dims);
 /* Requires input i to have one of the dtypes in mask (bit = 1u << dtype). */
 pv_status pvg_check_dtype(pvg_prep *p, int i, unsigned mask);
+/* Appends bytes (> 0) of workspace after what p->workspace already holds, 64-byte aligned;
+ * returns their offset in the run's ws (pvg_ws_at), or -1 for bytes == 0. */
+int64_t   pvg_ws_append(pvg_prep *p, size_t bytes);
+/* x->ws + off, or NULL for off < 0. */
+void     *pvg_ws_at(const pvg_exec *x, int64_t off);
 #define PVG_FLOATS  ((1u << PV_F32) | (1u << PV_F16) | (1u << PV_BF16))
 #define PVG_INTS    ((1u << PV_I64) | (1u << PV_I32) | (1u << PV_I8) | (1u << PV_U8))
 #define PVG_ANY     ((1u << PV_DTYPE_COUNT) - 1u)

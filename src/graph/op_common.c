@@ -187,6 +187,16 @@ void pvg_out_set(pvg_prep *p, int i, pv_dtype t, int rank, const int64_t *dims)
     for (int k = 0; k < rank; k++) o->dims[k] = dims[k];
 }
 
+int64_t pvg_ws_append(pvg_prep *p, size_t bytes)
+{
+    if (!bytes) return -1;
+    size_t off = (p->workspace + 63) / 64 * 64;
+    p->workspace = off + bytes;
+    return (int64_t)off;
+}
+
+void *pvg_ws_at(const pvg_exec *x, int64_t off) { return off < 0 || !x->ws ? NULL : (char *)x->ws + off; }
+
 pv_status pvg_check_dtype(pvg_prep *p, int i, unsigned mask)
 {
     if (!pvg_has_in(p, i)) return pvg_prep_fail(p, PV_EFORMAT, "input %d is missing", i);

@@ -91,6 +91,14 @@ typedef struct pvk_gemm_epilogue {
 /* pvk_gemm_packed_run with an epilogue (NULL: none). */
 void pvk_gemm_packed_run_ep(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
                             float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *ep);
+/* Workspace for a run of M rows that packs A once, shared by all threads (without it every
+ * thread packs its A block again for each slice of C it takes): bytes, 0 when the variant does
+ * not use one (the oracles) or it would exceed 64 MiB. */
+size_t pvk_gemm_packed_ws_bytes(const pvk_gemm_packed *g, int64_t M);
+/* pvk_gemm_packed_run_ep with ws: NULL, or 64-byte aligned and pvk_gemm_packed_ws_bytes(g, M)
+ * bytes (nothing else may use it during the run). Results are bit-identical with and without. */
+void pvk_gemm_packed_run_ws(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
+                            float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *ep, void *ws);
 /* Objects are reference counted: create gives one reference, retain adds one (returns g), free
  * drops one and releases the packed weights with the last (plans of one graph that share a
  * layer's weights each hold a reference). */

@@ -20,6 +20,7 @@ typedef struct gemm_params {
     bool    c_bias;         /* C is a [N] row with beta 1: the kernels' bias */
     pvk_gemm_packed *packed;   /* constant B, f32, A not transposed: made in prepare (else NULL) */
     pvk_dnnl_matmul *dnnl;     /* ... or oneDNN's matmul, when its table takes the shape */
+    int64_t pk_ws;             /* packed: workspace offset of A packed once (-1: none) */
 } gemm_params;
 _Static_assert(sizeof(gemm_params) <= PVG_PARAMS_BYTES, "gemm params");
 
@@ -92,7 +93,11 @@ static pv_status gemm_prepare(pvg_prep *p)
             if ((s = pvg_shared_packed_add(p->g, bv, g->tb, g->alpha, p->precision, g->packed)) != PV_OK)
                 return pvg_prep_fail(p, s, "%s", p->g->msg.text);
         }
-        if (g->packed) { p->consumed = 1u << 1; return PV_OK; }
+        if (g->packed) {
+            p->consumed = 1u << 1;
+            g->pk_ws = pvg_ws_append(p, pvk_gemm_packed_ws_bytes(g->packed, g->M));
+            return PV_OK;
+        }
     }
     if (A->dtype == PV_F32 && B->data && !g->ta && g->M > 0 && g->N > 0 && g->K > 0) {
         pvc_msg msg = {{0}};
@@ -108,6 +113,7 @@ static pv_status gemm_prepare(pvg_prep *p)
         if ((s = pvk_gemm_packed_create(g->K, g->N, B->data, ldb, g->tb, g->alpha, p->precision, NULL, &g->packed, &msg)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", msg.text);
         if (g->packed) p->consumed = 1u << 1;   /* B lives on packed */
+        g->pk_ws = pvg_ws_append(p, pvk_gemm_packed_ws_bytes(g->packed, g->M));
     }
     return PV_OK;
 }
@@ -128,8 +134,8 @@ static pv_status gemm_run_f32(const pvg_exec *x)
     float *Y = x->out[0].data;
     float beta = 0.0f;
     if (g->packed && (!g->has_c || g->beta == 0.0f || g->c_bias)) {
-        const float *bias = g->c_bias ? x->in[2].data : NULL;
-        pvk_gemm_packed_run(g->packed, x->pool, g->M, A, g->K, Y, g->N, 0.0f, bias, &x->node->act);
+        pvk_gemm_epilogue ep = { g->c_bias ? x->in[2].data : NULL, &x->node->act, NULL, NULL, 0 };
+        pvk_gemm_packed_run_ws(g->packed, x->pool, g->M, A, g->K, Y, g->N, 0.0f, &ep, pvg_ws_at(x, g->pk_ws));
         return PV_OK;
     }
     if (g->has_c && g->beta != 0.0f) {   /* Y = beta * C first, then the GEMM accumulates */
@@ -139,7 +145,8 @@ static pv_status gemm_run_f32(const pvg_exec *x)
         beta = 1.0f;
     }
     if (g->packed) {
-        pvk_gemm_packed_run(g->packed, x->pool, g->M, A, g->K, Y, g->N, beta, NULL, &x->node->act);
+        pvk_gemm_epilogue ep = { NULL, &x->node->act, NULL, NULL, 0 };
+        pvk_gemm_packed_run_ws(g->packed, x->pool, g->M, A, g->K, Y, g->N, beta, &ep, pvg_ws_at(x, g->pk_ws));
         return PV_OK;
     }
     pvk_gemm_f32(x->pool, g->M, g->N, g->K, A, g->ta ? g->M : g->K, g->ta, B, g->tb ? g->K : g->N, g->tb,

@@ -31,6 +31,7 @@ typedef struct linear_params {
     pvk_gemm_packed *packed;
     pvk_dnnl_matmul *dnnl;
     size_t  dnnl_ws;               /* workspace bytes oneDNN needs (Y's copy follows it) */
+    int64_t pk_ws;                 /* packed: workspace offset of A packed once (-1: none) */
 } linear_params;
 _Static_assert(sizeof(linear_params) <= PVG_PARAMS_BYTES, "linear params");
 
@@ -125,6 +126,7 @@ static pv_status linear_prepare(pvg_prep *p)
     if ((s = make_kernel(p, l, W)) != PV_OK) return s;
     p->consumed = 1u << 1;   /* W lives on the packed / reordered copy */
     p->workspace = (l->dnnl_ws + 63) / 64 * 64 + (l->widen ? (size_t)(l->M * l->N) * sizeof(float) : 0);
+    l->pk_ws = l->packed ? pvg_ws_append(p, pvk_gemm_packed_ws_bytes(l->packed, l->M)) : -1;
     return PV_OK;
 }
 
@@ -182,7 +184,7 @@ static pv_status linear_run(const pvg_exec *x)
         }
     } else {
         pvk_gemm_epilogue ep = { bias, NULL, map, R && l->res_direct ? R : NULL, l->N };
-        pvk_gemm_packed_run_ep(l->packed, x->pool, l->M, X, l->K, Y, l->N, 0.0f, &ep);
+        pvk_gemm_packed_run_ws(l->packed, x->pool, l->M, X, l->K, Y, l->N, 0.0f, &ep, pvg_ws_at(x, l->pk_ws));
     }
     if (R && !l->res_direct) {
         if (l->widen) add_broadcast(out, l->odims, l->orank, Y, l->ystr, true);

@@ -19,6 +19,7 @@ typedef struct matmul_params {
     pvg_mm_geom g;
     pvk_gemm_packed *packed;        /* constant 2-D B, f32: made in prepare (else NULL) */
     pvk_dnnl_matmul *dnnl;          /* ... or oneDNN's matmul, when its table takes the shape */
+    int64_t pk_ws;                  /* packed: workspace offset of A packed once (-1: none) */
 } matmul_params;
 _Static_assert(sizeof(matmul_params) <= PVG_PARAMS_BYTES, "matmul params");
 
@@ -90,6 +91,7 @@ static pv_status matmul_prepare(pvg_prep *p)
         if ((s = pvk_gemm_packed_create(m->g.K, m->g.N, B->data, m->g.N, false, 1.0f, p->precision, NULL, &m->packed, &msg)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", msg.text);
         if (m->packed) p->consumed = 1u << 1;   /* B lives on packed */
+        m->pk_ws = pvg_ws_append(p, pvk_gemm_packed_ws_bytes(m->packed, rows));
     }
     return PV_OK;
 }
@@ -142,7 +144,9 @@ static pv_status matmul_run_f32(const pvg_exec *x)
     const float *A = x->in[0].data, *B = x->in[1].data;
     float *Y = x->out[0].data;
     if (m->packed) {
-        pvk_gemm_packed_run(m->packed, x->pool, m->g.nbatch * m->g.M, A, m->g.K, Y, m->g.N, 0.0f, NULL, &x->node->act);
+        pvk_gemm_epilogue ep = { NULL, &x->node->act, NULL, NULL, 0 };
+        pvk_gemm_packed_run_ws(m->packed, x->pool, m->g.nbatch * m->g.M, A, m->g.K, Y, m->g.N, 0.0f, &ep,
+                               pvg_ws_at(x, m->pk_ws));
         return PV_OK;
     }
     if (m->g.fold) {

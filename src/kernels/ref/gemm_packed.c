@@ -23,9 +23,14 @@
  * prefetch: -15..-20 %. B cold (from DRAM) runs as fast as B from L3: not bandwidth bound. */
 enum {
     C_CHUNK_BYTES = 512 * 1024,   /* of a 2 MiB L2: C chunk + A block + B panel + slack */
-    SLICE_MIN_COLS = 512,         /* A packing is ~2% of a slice's time at this width */
+    SLICE_MIN_COLS = 512,         /* A packing is ~2% of a slice's time at this width; with A
+                                   * packed once, narrower slices re-read A (L3) more often
+                                   * (K 5120: 128 columns measured -15 %) */
     PF_ROW = 512,                 /* prefetch shares: runs of 8 lines */
 };
+/* A packed once needs this much workspace at most; above it (M x K of ~16M floats) a run packs
+ * per slice as without a workspace. */
+#define PACKED_A_MAX_BYTES (64.0 * 1024 * 1024)
 
 struct pvk_gemm_packed {
     const pvk_gemm_packed_variant *v;
@@ -278,10 +283,36 @@ typedef struct pk_job {
     bool accumulate;
     pvk_gemm_epilogue ep;
     int64_t mcb, nmb;     /* rows per M block, M blocks */
-    int64_t kc;           /* K slice */
+    int64_t kc, nks;      /* K slice, slices of K */
     int64_t slices;
     int64_t next;         /* the next slice to hand out (pk_worker) */
+    char   *apacked;      /* all of A packed once (pvk_gemm_packed_run_ws), else NULL: per piece */
+    size_t  ablock;       /* bytes of one packed (M block, K slice) in apacked */
 } pk_job;
+
+/* The blocking of a run over M rows: equal M blocks, rounded up to whole micro-panels; equal K
+ * slices, a multiple of 8. pvk_gemm_packed_ws_bytes and the run must agree on it. */
+static void pk_geometry(const pvk_gemm_packed *g, int64_t M, pk_job *j)
+{
+    const pvk_gemm_pk *pk = g->v->pk;
+    j->nmb = (M + pk->mc - 1) / pk->mc;
+    j->mcb = ((M + j->nmb - 1) / j->nmb + pk->mr - 1) / pk->mr * pk->mr;
+    j->nmb = (M + j->mcb - 1) / j->mcb;
+    j->nks = (g->K + pk->kc - 1) / pk->kc;
+    j->kc = ((g->K + j->nks - 1) / j->nks + 7) / 8 * 8;
+    j->nks = (g->K + j->kc - 1) / j->kc;
+    int64_t kcp = (j->kc + pk->kstep - 1) / pk->kstep * pk->kstep;
+    j->ablock = (size_t)(j->mcb * kcp * pk->esize + 63) / 64 * 64;
+}
+
+size_t pvk_gemm_packed_ws_bytes(const pvk_gemm_packed *g, int64_t M)
+{
+    if (!g || !g->v->pk || M <= 0) return 0;
+    pk_job j = { .g = g };
+    pk_geometry(g, M, &j);
+    double bytes = (double)j.ablock * (double)j.nmb * (double)j.nks;
+    return bytes > PACKED_A_MAX_BYTES ? 0 : (size_t)bytes;
+}
 
 static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_t n1, void *apack)
 {
@@ -295,7 +326,11 @@ static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_
             int64_t kc = PVC_MIN(j->kc, g->K - k0);
             int64_t kcp = (kc + pk->kstep - 1) / pk->kstep * pk->kstep;
             bool overwrite = k0 == 0 && !j->accumulate;
-            pk->pack_a(j->A, j->lda, m0, mc, k0, kc, apack);
+            const char *ap = apack;
+            if (j->apacked)
+                ap = j->apacked + (size_t)((m0 / j->mcb) * j->nks + k0 / j->kc) * j->ablock;
+            else
+                pk->pack_a(j->A, j->lda, m0, mc, k0, kc, apack);
             int64_t calls = (mc + mr - 1) / mr;
             for (int64_t n = c0; n < c1; n += nr) {
                 const char *b = (const char *)g->data + (size_t)(n / nr) * g->panel_bytes + (size_t)(k0 * nr * pk->esize);
@@ -312,7 +347,7 @@ static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_
                 for (int64_t i = 0, t = 0; i < mc; i += mr, t++) {
                     int64_t r0 = PVC_MIN(rows, t * per_call);
                     pvk_gemm_prefetch pf = { next ? next + r0 * PF_ROW : NULL, PF_ROW, (int)PVC_MIN(per_call, rows - r0), PF_ROW / 64 };
-                    pk->kernel(kc, (const char *)apack + (size_t)(i * kcp * pk->esize), b, c + i * j->ldc, j->ldc,
+                    pk->kernel(kc, ap + (size_t)(i * kcp * pk->esize), b, c + i * j->ldc, j->ldc,
                                (int)PVC_MIN(mr, mc - i), nc, overwrite, &pf);
                 }
             }
@@ -359,8 +394,33 @@ void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, co
     pvk_gemm_packed_run_ep(g, pool, M, A, lda, C, ldc, beta, &ep);
 }
 
+/* The pre-pass of a run with a workspace: unit u = (M block, K slice, micro-panel), packed into
+ * its place in j->apacked (pack_a's layout is per micro-panel, so packing panels one at a time
+ * gives the same bytes as packing the block at once). */
+static void pk_prepack(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const pk_job *j = ctx;
+    const pvk_gemm_pk *pk = j->pk;
+    (void)tid;
+    int64_t per_block = j->mcb / pk->mr;
+    for (int64_t u = begin; u < end; u++) {
+        int64_t blk = u / per_block, p = u % per_block, mb = blk / j->nks, ks = blk % j->nks;
+        int64_t m0 = mb * j->mcb + p * pk->mr, k0 = ks * j->kc;
+        if (m0 >= j->M) continue;
+        int64_t kc = PVC_MIN(j->kc, j->g->K - k0), kcp = (kc + pk->kstep - 1) / pk->kstep * pk->kstep;
+        char *dst = j->apacked + (size_t)blk * j->ablock + (size_t)(p * pk->mr * kcp * pk->esize);
+        pk->pack_a(j->A, j->lda, m0, PVC_MIN(pk->mr, j->M - m0), k0, kc, dst);
+    }
+}
+
 void pvk_gemm_packed_run_ep(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
                             float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *epi)
+{
+    pvk_gemm_packed_run_ws(g, pool, M, A, lda, C, ldc, beta, epi, NULL);
+}
+
+void pvk_gemm_packed_run_ws(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
+                            float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *epi, void *ws)
 {
     if (M <= 0) return;
     pvk_gemm_epilogue ep = { 0 };
@@ -377,15 +437,15 @@ void pvk_gemm_packed_run_ep(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M,
     }
     pk_job j = { .g = g, .pk = pk, .M = M, .A = A, .lda = lda, .C = C, .ldc = ldc, .accumulate = beta != 0.0f,
                  .ep = ep };
-    /* Equal M blocks, rounded up to whole micro-panels; equal K slices, a multiple of 8. */
-    j.nmb = (M + pk->mc - 1) / pk->mc;
-    j.mcb = ((M + j.nmb - 1) / j.nmb + pk->mr - 1) / pk->mr * pk->mr;
-    j.nmb = (M + j.mcb - 1) / j.mcb;
-    int64_t nks = (g->K + pk->kc - 1) / pk->kc;
-    j.kc = ((g->K + nks - 1) / nks + 7) / 8 * 8;
+    pk_geometry(g, M, &j);
     /* Below ~4 MFLOP waking the pool costs about what it saves. */
     if ((double)M * (double)g->N * (double)g->K < 4e6) pool = NULL;
     int64_t threads = pvc_pool_threads(pool), units = j.nmb * g->npan;
+    if (ws && pvk_gemm_packed_ws_bytes(g, M)) {
+        /* A packed once for all slices (each slice packed its A block for itself otherwise). */
+        j.apacked = ws;
+        pvc_parallel_for(pool, j.nmb * j.nks * (j.mcb / pk->mr), 1, pk_prepack, &j);
+    }
     int64_t per_thread = units / (threads * PVC_MAX(1, SLICE_MIN_COLS / pk->nr));
     j.slices = PVC_MIN(units, threads * PVC_MAX(1, PVC_MIN(per_thread, 16)));
     pvc_parallel_for(pool, PVC_MIN(threads, j.slices), 1, pk_worker, &j);

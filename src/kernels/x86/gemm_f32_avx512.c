@@ -112,7 +112,10 @@ static void pack_a(const float *A, int64_t lda, bool trans, int64_t m0, int64_t 
                 _mm512_mask_storeu_ps(dst + k * MR, 0x0fff, _mm512_maskz_loadu_ps(m, src + k * lda));
         } else {       /* rows of A are runs along k: transpose 16 k at a time */
             const float *src = A + (m0 + p) * lda + k0;
-            for (int64_t k = 0; k < kc; k += 16)
+            int64_t k = 0;
+            if (rows == MR)   /* constant rows and width: the 16 vectors stay in registers */
+                for (; k + 16 <= kc; k += 16) transpose_rows(src + k, lda, MR, 16, dst + k * MR, MR, 0x0fff);
+            for (; k < kc; k += 16)
                 transpose_rows(src + k, lda, rows, (int)PVC_MIN(16, kc - k), dst + k * MR, MR, 0x0fff);
         }
     }
