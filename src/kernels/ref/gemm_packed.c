@@ -27,6 +27,7 @@ enum {
                                    * packed once, narrower slices re-read A (L3) more often
                                    * (K 5120: 128 columns measured -15 %) */
     PF_ROW = 512,                 /* prefetch shares: runs of 8 lines */
+    TAKE_MIN_COLS = 128,          /* with A packed once: the smallest take (pk_worker) */
 };
 /* A packed once needs this much workspace at most; above it (M x K of ~16M floats) a run packs
  * per slice as without a workspace. */
@@ -284,8 +285,10 @@ typedef struct pk_job {
     pvk_gemm_epilogue ep;
     int64_t mcb, nmb;     /* rows per M block, M blocks */
     int64_t kc, nks;      /* K slice, slices of K */
-    int64_t slices;
-    int64_t next;         /* the next slice to hand out (pk_worker) */
+    int64_t slices;       /* without apacked: equal slices handed out */
+    int64_t min_take;     /* with apacked: the smallest take of units (pk_worker) */
+    int64_t threads;
+    int64_t next;         /* the next slice / unit to hand out (pk_worker) */
     char   *apacked;      /* all of A packed once (pvk_gemm_packed_run_ws), else NULL: per piece */
     size_t  ablock;       /* bytes of one packed (M block, K slice) in apacked */
 } pk_job;
@@ -360,12 +363,10 @@ static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_
     }
 }
 
-/* One slice: a contiguous run of (M block, panel) units, one piece per M block. */
-static void pk_slice(const pk_job *j, int64_t s, void *apack)
+/* A contiguous run [u, ue) of (M block, panel) units, one piece per M block. */
+static void pk_units(const pk_job *j, int64_t u, int64_t ue, void *apack)
 {
     int64_t npan = j->g->npan, nr = j->pk->nr;
-    int64_t units = j->nmb * npan;
-    int64_t u = units * s / j->slices, ue = units * (s + 1) / j->slices;
     while (u < ue) {
         int64_t mb = u / npan, p0 = u % npan, p1 = PVC_MIN(npan, p0 + (ue - u));
         int64_t m0 = mb * j->mcb;
@@ -374,17 +375,38 @@ static void pk_slice(const pk_job *j, int64_t s, void *apack)
     }
 }
 
-/* Each pool thread takes slices one at a time from the job's counter until none is left. The
- * pool's own chunking is not used for this: it cuts n items into ~4 chunks per thread, so 10
- * slices became 5 chunks of 2 and one of two threads did 3 of them (192x5120x1280 at 2
- * threads: 74 % of the FMA peak, 89 % with the counter). */
+/* Each pool thread takes work from the job's counter until none is left. The pool's own
+ * chunking is not used for this: it cuts n items into ~4 chunks per thread, so 10 slices became
+ * 5 chunks of 2 and one of two threads did 3 of them (192x5120x1280 at 2 threads: 74 % of the
+ * FMA peak, 89 % with the counter).
+ * Without a workspace the counter hands out j->slices equal slices (each packs its own A
+ * blocks, so they stay wide). With A packed once it hands out units guided: each take is the
+ * remaining work over twice the thread count, at least min_take units, so the takes shrink
+ * towards the end and a thread slowed by a neighbour holds up the others by a small take, not
+ * by a slice of a fixed 1/slices of the GEMM (ViT-H's MLP-down at 2 threads had 2 slices: the
+ * faster thread idled for whatever the slower one lost). */
 static void pk_worker(void *ctx, int64_t begin, int64_t end, int tid)
 {
     pk_job *j = ctx;
     (void)tid;
     _Alignas(64) unsigned char apack[PVK_GEMM_PK_APACK_BYTES];
-    for (int64_t w = begin; w < end; w++)
-        for (int64_t s; (s = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;) pk_slice(j, s, apack);
+    int64_t units = j->nmb * j->g->npan;
+    for (int64_t w = begin; w < end; w++) {
+        if (!j->apacked) {
+            for (int64_t s; (s = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->slices;)
+                pk_units(j, units * s / j->slices, units * (s + 1) / j->slices, apack);
+            continue;
+        }
+        int64_t u = __atomic_load_n(&j->next, __ATOMIC_RELAXED), take;
+        for (;;) {
+            int64_t rem = units - u;
+            if (rem <= 0) break;
+            take = PVC_MIN(rem, PVC_MAX(j->min_take, rem / (2 * j->threads)));
+            if (!__atomic_compare_exchange_n(&j->next, &u, u + take, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) continue;
+            pk_units(j, u, u + take, apack);
+            u = __atomic_load_n(&j->next, __ATOMIC_RELAXED);
+        }
+    }
 }
 
 void pvk_gemm_packed_run(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
@@ -448,5 +470,7 @@ void pvk_gemm_packed_run_ws(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M,
     }
     int64_t per_thread = units / (threads * PVC_MAX(1, SLICE_MIN_COLS / pk->nr));
     j.slices = PVC_MIN(units, threads * PVC_MAX(1, PVC_MIN(per_thread, 16)));
-    pvc_parallel_for(pool, PVC_MIN(threads, j.slices), 1, pk_worker, &j);
+    j.threads = threads;
+    j.min_take = PVC_MAX(1, TAKE_MIN_COLS / pk->nr);
+    pvc_parallel_for(pool, PVC_MIN(threads, j.apacked ? units : j.slices), 1, pk_worker, &j);
 }
