@@ -225,7 +225,7 @@ static void run_once(runner *r, pvc_pool *pool, const shape *s, const float *A, 
         int64_t lda = r->ta ? s->M : s->K, ldb = r->tb ? s->K : s->N;
         r->v->fn(pool, s->M, s->N, s->K, A, lda, r->ta, B, ldb, r->tb, C, s->N, 1.0f, 0.0f);
     } else if (r->pk) {
-        pvk_gemm_packed_run_ws(r->pk, pool, s->M, A, s->K, C, s->N, 0.0f, r->ep, r->pkws);
+        pvk_gemm_packed_run_ws(r->pk, pool, s->M, A, s->K, false, C, s->N, 0.0f, r->ep, r->pkws);
     } else if (pvk_dnnl_matmul_run(r->dm, A, NULL, C, r->ws) != PV_OK) {
         fprintf(stderr, "oneDNN matmul failed\n");
         exit(1);

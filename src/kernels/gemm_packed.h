@@ -96,9 +96,11 @@ void pvk_gemm_packed_run_ep(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M,
  * not use one (the oracles) or it would exceed 64 MiB. */
 size_t pvk_gemm_packed_ws_bytes(const pvk_gemm_packed *g, int64_t M);
 /* pvk_gemm_packed_run_ep with ws: NULL, or 64-byte aligned and pvk_gemm_packed_ws_bytes(g, M)
- * bytes (nothing else may use it during the run). Results are bit-identical with and without. */
+ * bytes (nothing else may use it during the run). Results are bit-identical with and without.
+ * trans_a: A is given transposed, K x M with row stride lda >= M (A[k * lda + m] is row m's
+ * k-th value), e.g. an NCHW activation's pixels as rows; same results as the row-major A. */
 void pvk_gemm_packed_run_ws(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
-                            float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *ep, void *ws);
+                            bool trans_a, float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *ep, void *ws);
 /* Objects are reference counted: create gives one reference, retain adds one (returns g), free
  * drops one and releases the packed weights with the last (plans of one graph that share a
  * layer's weights each hold a reference). */
@@ -128,6 +130,9 @@ struct pvk_gemm_pk {
      * k-pair for bf16), the mr rows' values; rows past mc and the k pad are zero. */
     void (*pack_a)(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
                    void *restrict dst);
+    /* The same layout from A given transposed: op(A)[m][k] = A[k * lda + m] (A is K x M). */
+    void (*pack_at)(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
+                    void *restrict dst);
     /* One A micro-panel times one B panel slice (layout above) over kc; merges the mr x nr
      * valid corner into C: C = acc when overwrite (C not read), else C += acc. Prefetches its
      * share pf of the next B slice into L2 while it runs (pvk_pf_* of x86/gemm_f32.h). */

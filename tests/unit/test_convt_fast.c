@@ -6,6 +6,8 @@
  * 2-thread pool with one col buffer); the operator through the harness with the attribute forms
  * that reach the fast path (plain, output_padding cropped by the end pads, SAME_UPPER,
  * output_shape) and, as a control, overlapping shapes that stay on the general path.
+ * The packed path (W packed once, every packed GEMM variant this CPU runs) likewise, its bf16
+ * variants against the definition on bf16-rounded X and W.
  * Tolerance: |got - want| <= 1e-4 + 1e-4 |want|. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,9 +18,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "op_harness.h"
 #include "kernels/ref/convt_fast.h"
+#include "kernels/gemm_packed.h"
 
 #define ATOL 1e-4
 #define RTOL 1e-4
@@ -176,6 +180,51 @@ static void run_kernel(const prob *p, const bufs *b, const double *want, int64_t
     free(ws);
 }
 
+/* The packed path (pvk_convt_fast_packed) with every packed GEMM variant this CPU runs: fp32
+ * ones against want, bf16 ones against want16 (the definition on bf16-rounded X and W); same
+ * NaN-filled buffers and guards as run_kernel. */
+static void run_packed(const prob *p, const bufs *b, const double *want, const double *want16, int64_t tile,
+                       pvc_pool *pool, int nbuf, const char *what)
+{
+    pvk_convt_fast_desc d = { .batch = p->batch, .cin = p->cin, .cout = p->cout, .tile = tile };
+    for (int i = 0; i < 3; i++) { d.in[i] = p->in[i]; d.k[i] = p->k[i]; }
+    int64_t ny = p->batch * p->cout * ysize(p), nws = pvk_convt_fast_packed_ws_floats(&d, nbuf), rows = p->cout * ksize(p);
+    float *y = malloc(sizeof(float) * (size_t)(ny + GUARD)), *ws = malloc(sizeof(float) * (size_t)nws);
+    assert_true(y && ws);
+    for (int vi = 0; vi < pvk_gemm_packed_nvariants; vi++) {
+        const pvk_gemm_packed_variant *v = &pvk_gemm_packed_variants[vi];
+        if (v->isa > pvc_isa_selected()) continue;
+        pvk_gemm_packed *wp = NULL;
+        assert_int_equal(pvk_gemm_packed_create(p->cin, rows, b->w, rows, false, 1.0f, v->precision, v, &wp, NULL), PV_OK);
+        memset(y, 0xff, sizeof(float) * (size_t)ny);
+        memset(ws, 0xff, sizeof(float) * (size_t)nws);
+        for (int i = 0; i < GUARD; i++) y[ny + i] = GUARD_VAL;
+        pvk_convt_fast_packed(pool, &d, b->x, wp, p->bias ? b->b : NULL, &p->act, y, ws, nbuf);
+        char name[160];
+        snprintf(name, sizeof name, "%s, packed %s", what, v->name);
+        expect_close(y, v->precision == PVC_PREC_BF16 ? want16 : want, ny, p, name);
+        for (int i = 0; i < GUARD; i++)
+            if (y[ny + i] != GUARD_VAL) fail_msg("%s: guard %d after Y overwritten", name, i);
+        pvk_gemm_packed_free(wp);
+    }
+    free(y);
+    free(ws);
+}
+
+/* The definition on X and W rounded to bf16 (the bf16 packed path's operands). */
+static double *naive_bf16(const prob *p, const bufs *b)
+{
+    int64_t nx = p->batch * p->cin * xsize(p), nw = p->cin * p->cout * ksize(p);
+    float *x = malloc(sizeof(float) * (size_t)nx), *w = malloc(sizeof(float) * (size_t)nw);
+    assert_true(x && w);
+    for (int64_t i = 0; i < nx; i++) { uint32_t u = (uint32_t)pvk_bf16_round(b->x[i]) << 16; memcpy(&x[i], &u, 4); }
+    for (int64_t i = 0; i < nw; i++) { uint32_t u = (uint32_t)pvk_bf16_round(b->w[i]) << 16; memcpy(&w[i], &u, 4); }
+    double *y = naive(p, x, w, p->bias ? b->b : NULL);
+    free(x);
+    free(w);
+    return y;
+}
+
 static void test_kernel_random(void **state)
 {
     (void)state;
@@ -192,6 +241,11 @@ static void test_kernel_random(void **state)
         run_kernel(&p, &b, want, 1, pool2, 2, "kernel, tile 1");
         run_kernel(&p, &b, want, 1 + urand((uint32_t)xs + 3), pool2, 3, "kernel, random tile");
         run_kernel(&p, &b, want, 1 + urand((uint32_t)xs), pool2, 1, "kernel, pool larger than the buffers");
+        double *want16 = naive_bf16(&p, &b);
+        run_packed(&p, &b, want, want16, pvk_convt_fast_tile(&d, 2), pool2, 2, "kernel, planned tile, 2 threads");
+        run_packed(&p, &b, want, want16, 1 + urand((uint32_t)xs + 3), pool2, 3, "kernel, random tile");
+        run_packed(&p, &b, want, want16, 1 + urand((uint32_t)xs), NULL, 1, "kernel, random tile, no pool");
+        free(want16);
         free(want);
         free_bufs(&b);
     }
@@ -208,6 +262,10 @@ static void test_kernel_neck(void **state)
     pvk_convt_fast_desc d = { .batch = p.batch, .cin = p.cin, .cout = p.cout, .in = { 1, 45, 45 }, .k = { 1, 2, 2 } };
     run_kernel(&p, &b, want, pvk_convt_fast_tile(&d, 2), pool2, 2, "neck");
     run_kernel(&p, &b, want, 100, pool2, 2, "neck, tile 100");
+    double *want16 = naive_bf16(&p, &b);
+    run_packed(&p, &b, want, want16, pvk_convt_fast_tile(&d, 2), pool2, 2, "neck");
+    run_packed(&p, &b, want, want16, 100, pool2, 2, "neck, tile 100");
+    free(want16);
     free(want);
     free_bufs(&b);
 }

@@ -378,20 +378,24 @@ static void test_thread_invariance(void **state)
 }
 
 /* A packed once into a workspace (pvk_gemm_packed_run_ws) gives the same bits as every slice
- * packing its own A block: several M blocks and K slices, ragged edges, beta 1, an epilogue;
- * the workspace is allocated at exactly pvk_gemm_packed_ws_bytes (ASan catches a write past
- * it); the oracles take none. */
+ * packing its own A block, and A given transposed (trans_a, K x M) the same bits as A row-major:
+ * several M blocks and K slices, ragged edges, beta 1, an epilogue; the workspace is allocated at
+ * exactly pvk_gemm_packed_ws_bytes (ASan catches a write past it); the oracles take none. */
 static void test_workspace(void **state)
 {
     (void)state;
     static const int64_t dims[][3] = { { 1, 40, 9 }, { 13, 517, 300 }, { 200, 70, 611 }, { 389, 96, 517 } };
     for (size_t d = 0; d < PVC_COUNTOF(dims); d++) {
         int64_t M = dims[d][0], N = dims[d][1], K = dims[d][2];
-        float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
-        float *R = malloc(sizeof(float) * (size_t)(M * N)), *bias = malloc(sizeof(float) * (size_t)N);
-        float *C1 = malloc(sizeof(float) * (size_t)(M * N)), *C2 = malloc(sizeof(float) * (size_t)(M * N));
-        assert_true(A && B && R && bias && C1 && C2);
+        size_t mn = (size_t)(M * N);
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *AT = malloc(sizeof(float) * (size_t)(M * K));
+        float *B = malloc(sizeof(float) * (size_t)(K * N)), *R = malloc(sizeof(float) * mn);
+        float *bias = malloc(sizeof(float) * (size_t)N), *C[4];
+        for (int c = 0; c < 4; c++) C[c] = malloc(sizeof(float) * mn);
+        assert_true(A && AT && B && R && bias && C[0] && C[1] && C[2] && C[3]);
         for (int64_t i = 0; i < M * K; i++) A[i] = frand();
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) AT[k * M + i] = A[i * K + k];
         for (int64_t i = 0; i < K * N; i++) B[i] = frand();
         for (int64_t i = 0; i < M * N; i++) R[i] = frand();
         for (int64_t i = 0; i < N; i++) bias[i] = frand();
@@ -401,23 +405,27 @@ static void test_workspace(void **state)
             pvk_gemm_packed *pk = NULL;
             assert_int_equal(pvk_gemm_packed_create(K, N, B, N, false, 1.0f, v->precision, v, &pk, NULL), PV_OK);
             size_t wsb = pvk_gemm_packed_ws_bytes(pk, M);
-            if (!v->pk) { assert_int_equal(wsb, 0); pvk_gemm_packed_free(pk); continue; }
-            assert_true(wsb >= (size_t)(M * K) * (size_t)(v->precision == PVC_PREC_BF16 ? 2 : 4));
-            void *ws = pvc_malloc_aligned(wsb);
-            assert_non_null(ws);
+            if (!v->pk) assert_int_equal(wsb, 0);
+            else assert_true(wsb >= (size_t)(M * K) * (size_t)(v->precision == PVC_PREC_BF16 ? 2 : 4));
+            void *ws = wsb ? pvc_malloc_aligned(wsb) : NULL;
+            assert_true(!wsb || ws);
             for (int rep = 0; rep < 4; rep++) {
                 pvc_pool *pool = rep & 1 ? pool3 : NULL;
                 float beta = rep & 2 ? 1.0f : 0.0f;
                 pvk_gemm_epilogue ep = { bias, NULL, NULL, R, N };
-                for (int64_t i = 0; i < M * N; i++) C1[i] = C2[i] = R[(i * 7) % (M * N)];
-                pvk_gemm_packed_run_ws(pk, pool, M, A, K, C1, N, beta, &ep, NULL);
-                pvk_gemm_packed_run_ws(pk, pool, M, A, K, C2, N, beta, &ep, ws);
-                assert_memory_equal(C1, C2, sizeof(float) * (size_t)(M * N));
+                for (int c = 0; c < 4; c++)
+                    for (int64_t i = 0; i < M * N; i++) C[c][i] = R[(i * 7) % (M * N)];
+                pvk_gemm_packed_run_ws(pk, pool, M, A, K, false, C[0], N, beta, &ep, NULL);
+                pvk_gemm_packed_run_ws(pk, pool, M, A, K, false, C[1], N, beta, &ep, ws);
+                pvk_gemm_packed_run_ws(pk, pool, M, AT, M, true, C[2], N, beta, &ep, NULL);
+                pvk_gemm_packed_run_ws(pk, pool, M, AT, M, true, C[3], N, beta, &ep, ws);
+                for (int c = 1; c < 4; c++) assert_memory_equal(C[0], C[c], sizeof(float) * mn);
             }
             pvc_free_aligned(ws);
             pvk_gemm_packed_free(pk);
         }
-        free(A); free(B); free(R); free(bias); free(C1); free(C2);
+        free(A); free(AT); free(B); free(R); free(bias);
+        for (int c = 0; c < 4; c++) free(C[c]);
     }
 }
 

@@ -13,6 +13,7 @@
 #include "graph/ops/conv_attrs.h"
 #include "graph/ops/lowp.h"
 #include "kernels/dnnl/conv_dnnl.h"
+#include "kernels/gemm_packed.h"
 #include "kernels/ref/convt_fast.h"
 
 #include <stddef.h>
@@ -27,6 +28,7 @@ typedef struct convt_params {
     bool fast;          /* kernel == stride: the pvk_convt_fast path */
     int nbuf;           /* fast: col buffers in the workspace (the threads planned for) */
     pvk_convt_fast_desc fd;
+    pvk_gemm_packed *wp;   /* fast, f32, constant W: W packed once in the plan's precision (else NULL) */
 } convt_params;
 _Static_assert(offsetof(convt_params, dnnl) == 0, "dnnl first");
 _Static_assert(sizeof(convt_params) <= PVG_PARAMS_BYTES, "conv_transpose params");
@@ -154,6 +156,19 @@ static pv_status convt_prepare(pvg_prep *p)
             return pvg_prep_fail(p, s, "%s", m.text);
         if (c->dnnl) { p->workspace = ws; p->consumed = 1u << 1; c->fast = false; }   /* W reordered into the primitive's copy */
     }
+    if (c->fast && X->dtype == PV_F32 && W->dtype == PV_F32 && W->data && p->precision == PVC_PREC_BF16 &&
+        pvk_gemm_packed_select(PVC_PREC_BF16)->precision == PVC_PREC_BF16) {
+        /* bf16: the pre-packed bf16 GEMM (W packed once, vdpbf16ps); W lives on the packed copy.
+         * Its product comes out pixel-major (colT), which the output pass reads strided: in fp32
+         * that costs more than the GEMM saves (BEV neck 2x2 256->256 at 90x90, 2 threads, three
+         * alternating runs: 19.6-20.1 ms packed vs 15.8-19.1 ms per-tile GEMM), in bf16 it pays
+         * (13.1-15.0 vs 15.9-19.9 ms). */
+        pvc_msg m = {{0}};
+        if ((s = pvk_gemm_packed_create(cin, rows, W->data, rows, false, 1.0f, p->precision, NULL, &c->wp, &m)) != PV_OK)
+            return pvg_prep_fail(p, s, "%s", m.text);
+        p->consumed = 1u << 1;
+        p->workspace = (size_t)pvk_convt_fast_packed_ws_floats(&c->fd, c->nbuf) * sizeof(float) + pvg_lowp_bytes(p);
+    }
     return PV_OK;
 }
 
@@ -163,6 +178,10 @@ static pv_status convt_run_f32(const pvg_exec *x)
     const float *X = x->in[0].data, *W = x->in[1].data;
     const float *B = x->nin > 2 && x->in[2].rank >= 0 ? x->in[2].data : NULL;
     float *Y = x->out[0].data, *col = x->ws;
+    if (c->wp) {
+        pvk_convt_fast_packed(x->pool, &c->fd, X, c->wp, B, &x->node->act, Y, col, c->nbuf);
+        return PV_OK;
+    }
     if (c->fast) {
         pvk_convt_fast_f32(x->pool, &c->fd, X, W, B, &x->node->act, Y, col, c->nbuf);
         return PV_OK;
@@ -196,13 +215,16 @@ static void convt_release(void *params)
 {
     convt_params *c = params;
     pvk_dnnl_conv_free(c->dnnl);
+    pvk_gemm_packed_free(c->wp);
     c->dnnl = NULL;
+    c->wp = NULL;
 }
 
 static const char *convt_describe(const void *params)
 {
     const convt_params *c = params;
     if (c->dnnl) return pvk_dnnl_conv_impl(c->dnnl);
+    if (c->wp) return pvk_gemm_packed_precision(c->wp) == PVC_PREC_BF16 ? "k == stride packed gemm (bf16)" : "k == stride packed gemm";
     return c->fast ? "k == stride gemm" : "gemm+col2im";
 }
 

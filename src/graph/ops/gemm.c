@@ -135,7 +135,7 @@ static pv_status gemm_run_f32(const pvg_exec *x)
     float beta = 0.0f;
     if (g->packed && (!g->has_c || g->beta == 0.0f || g->c_bias)) {
         pvk_gemm_epilogue ep = { g->c_bias ? x->in[2].data : NULL, &x->node->act, NULL, NULL, 0 };
-        pvk_gemm_packed_run_ws(g->packed, x->pool, g->M, A, g->K, Y, g->N, 0.0f, &ep, pvg_ws_at(x, g->pk_ws));
+        pvk_gemm_packed_run_ws(g->packed, x->pool, g->M, A, g->K, false, Y, g->N, 0.0f, &ep, pvg_ws_at(x, g->pk_ws));
         return PV_OK;
     }
     if (g->has_c && g->beta != 0.0f) {   /* Y = beta * C first, then the GEMM accumulates */
@@ -146,7 +146,7 @@ static pv_status gemm_run_f32(const pvg_exec *x)
     }
     if (g->packed) {
         pvk_gemm_epilogue ep = { NULL, &x->node->act, NULL, NULL, 0 };
-        pvk_gemm_packed_run_ws(g->packed, x->pool, g->M, A, g->K, Y, g->N, beta, &ep, pvg_ws_at(x, g->pk_ws));
+        pvk_gemm_packed_run_ws(g->packed, x->pool, g->M, A, g->K, false, Y, g->N, beta, &ep, pvg_ws_at(x, g->pk_ws));
         return PV_OK;
     }
     pvk_gemm_f32(x->pool, g->M, g->N, g->K, A, g->ta ? g->M : g->K, g->ta, B, g->tb ? g->K : g->N, g->tb,

@@ -184,7 +184,7 @@ static pv_status linear_run(const pvg_exec *x)
         }
     } else {
         pvk_gemm_epilogue ep = { bias, NULL, map, R && l->res_direct ? R : NULL, l->N };
-        pvk_gemm_packed_run_ws(l->packed, x->pool, l->M, X, l->K, Y, l->N, 0.0f, &ep, pvg_ws_at(x, l->pk_ws));
+        pvk_gemm_packed_run_ws(l->packed, x->pool, l->M, X, l->K, false, Y, l->N, 0.0f, &ep, pvg_ws_at(x, l->pk_ws));
     }
     if (R && !l->res_direct) {
         if (l->widen) add_broadcast(out, l->odims, l->orank, Y, l->ystr, true);

@@ -145,7 +145,7 @@ static pv_status matmul_run_f32(const pvg_exec *x)
     float *Y = x->out[0].data;
     if (m->packed) {
         pvk_gemm_epilogue ep = { NULL, &x->node->act, NULL, NULL, 0 };
-        pvk_gemm_packed_run_ws(m->packed, x->pool, m->g.nbatch * m->g.M, A, m->g.K, Y, m->g.N, 0.0f, &ep,
+        pvk_gemm_packed_run_ws(m->packed, x->pool, m->g.nbatch * m->g.M, A, m->g.K, false, Y, m->g.N, 0.0f, &ep,
                                pvg_ws_at(x, m->pk_ws));
         return PV_OK;
     }

@@ -7,6 +7,7 @@
  * ~2/3 of the time, the copy ~15%, packing W^T per tile ~7% (tiles of 64K..256K col floats
  * measured within noise of each other). */
 #include "kernels/ref/convt_fast.h"
+#include "kernels/gemm_packed.h"
 
 /* col buffers of about TILE_FLOATS floats (L2-resident until the copy reads them back), tiles
  * of at least TILE_MIN pixels unless the image is smaller, and about 4 tiles per thread (the
@@ -71,6 +72,34 @@ static inline void row_act(float *restrict dst, const float *restrict src, int64
     }
 }
 
+/* dst[w * kw + e] = act(src[w * ld + e] + bias) for w < nw, e < kw: one output row segment from
+ * colT, whose pixel rows are ld apart and hold the kw values of a pixel side by side. */
+static inline void row_act_t(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw,
+                             float bias, pvg_act_kind kind, float alpha, float beta)
+{
+    if (kw == 2) {
+        for (int64_t w = 0; w < nw; w++) {
+            dst[2 * w] = act1(src[w * ld] + bias, kind, alpha, beta);
+            dst[2 * w + 1] = act1(src[w * ld + 1] + bias, kind, alpha, beta);
+        }
+    } else {
+        for (int64_t w = 0; w < nw; w++)
+            for (int64_t e = 0; e < kw; e++) dst[w * kw + e] = act1(src[w * ld + e] + bias, kind, alpha, beta);
+    }
+}
+
+static void row_out_t(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw, float bias,
+                      const pvg_act *act)
+{
+    switch (act ? act->kind : PVG_ACT_NONE) {
+    case PVG_ACT_NONE: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_NONE, 0.0f, 0.0f); return;
+    case PVG_ACT_RELU: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_RELU, 0.0f, 0.0f); return;
+    case PVG_ACT_LEAKY_RELU: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_LEAKY_RELU, act->alpha, 0.0f); return;
+    case PVG_ACT_CLIP: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_CLIP, act->alpha, act->beta); return;
+    case PVG_ACT_GELU: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_GELU, 0.0f, 0.0f); return;
+    }
+}
+
 static void row_out(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw, float bias,
                     const pvg_act *act)
 {
@@ -86,6 +115,7 @@ static void row_out(float *restrict dst, const float *restrict src, int64_t ld, 
 typedef struct fast_job {
     const pvk_convt_fast_desc *d;
     const float *x, *w, *bias;
+    const pvk_gemm_packed *wp;       /* packed path: W packed once (else NULL) */
     const pvg_act *act;
     float *y, *ws;
     int64_t xsz, ysz, rows, tiles;   /* tiles per batch item */
@@ -126,14 +156,72 @@ static void fast_tiles(void *ctx, int64_t begin, int64_t end, int tid)
     }
 }
 
+static void run_tiles(pvc_pool *pool, const pvk_convt_fast_desc *d, fast_job *j, int nbuf, pvc_range_fn fn)
+{
+    j->xsz = d->in[0] * d->in[1] * d->in[2];
+    j->rows = d->cout * d->k[0] * d->k[1] * d->k[2];
+    j->ysz = j->xsz * d->k[0] * d->k[1] * d->k[2];
+    j->tiles = (j->xsz + d->tile - 1) / d->tile;
+    /* one col buffer per thread: a pool larger than the buffers runs on this thread alone */
+    if (pvc_pool_threads(pool) > nbuf) pool = NULL;
+    pvc_parallel_for(pool, d->batch * j->tiles, 1, fn, j);
+}
+
 void pvk_convt_fast_f32(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const float *w,
                         const float *bias, const pvg_act *act, float *y, float *ws, int nbuf)
 {
-    fast_job j = { .d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y, .ws = ws,
-                   .xsz = d->in[0] * d->in[1] * d->in[2], .rows = d->cout * d->k[0] * d->k[1] * d->k[2] };
-    j.ysz = j.xsz * d->k[0] * d->k[1] * d->k[2];
-    j.tiles = (j.xsz + d->tile - 1) / d->tile;
-    /* one col buffer per thread: a pool larger than the buffers runs on this thread alone */
-    if (pvc_pool_threads(pool) > nbuf) pool = NULL;
-    pvc_parallel_for(pool, d->batch * j.tiles, 1, fast_tiles, &j);
+    fast_job j = { .d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y, .ws = ws };
+    run_tiles(pool, d, &j, nbuf, fast_tiles);
+}
+
+/* ---- W packed once ----------------------------------------------------------------------------- */
+
+int64_t pvk_convt_fast_packed_ws_floats(const pvk_convt_fast_desc *d, int nbuf)
+{
+    return pvk_convt_fast_ws_floats(d, nbuf);   /* colT per thread */
+}
+
+/* depth_to_space from colT (np x rows, a pixel's cout * ks values side by side): each output
+ * row segment reads its pixels' kw values rows apart. Per segment of <= tile pixels the lines it
+ * reads (one per pixel) stay in L1 while the channels walk across them, 16 floats = 16 / ks
+ * channels per line; a transpose into col first measured slower (its own pass over the tile). */
+static void depth_to_space_t(const fast_job *j, const float *colT, int64_t n, int64_t p0, int64_t np)
+{
+    const pvk_convt_fast_desc *d = j->d;
+    int64_t H = d->in[1], W = d->in[2], kd = d->k[0], kh = d->k[1], kw = d->k[2];
+    int64_t OH = H * kh, OW = W * kw, ks = kd * kh * kw;
+    float *yn = j->y + n * d->cout * j->ysz;
+    for (int64_t p = p0; p < p0 + np;) {
+        int64_t zy = p / W, w0 = p % W, nw = PVC_MIN(W - w0, p0 + np - p);
+        float *ybase = yn + ((zy / H) * kd * OH + (zy % H) * kh) * OW + w0 * kw;
+        const float *src = colT + (p - p0) * j->rows;
+        for (int64_t co = 0; co < d->cout; co++) {
+            float b0 = j->bias ? j->bias[co] : 0.0f;
+            for (int64_t a = 0; a < kd; a++)
+                for (int64_t b = 0; b < kh; b++)
+                    row_out_t(ybase + co * j->ysz + (a * OH + b) * OW, src + co * ks + (a * kh + b) * kw, j->rows, kw, nw,
+                              b0, j->act);
+        }
+        p += nw;
+    }
+}
+
+static void packed_tiles(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const fast_job *j = ctx;
+    const pvk_convt_fast_desc *d = j->d;
+    float *colT = j->ws + (int64_t)tid * j->rows * d->tile;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / j->tiles, p0 = t % j->tiles * d->tile, np = PVC_MIN(d->tile, j->xsz - p0);
+        pvk_gemm_packed_run_ws(j->wp, NULL, np, j->x + n * d->cin * j->xsz + p0, j->xsz, true, colT, j->rows, 0.0f,
+                               NULL, NULL);
+        depth_to_space_t(j, colT, n, p0, np);
+    }
+}
+
+void pvk_convt_fast_packed(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const pvk_gemm_packed *wp,
+                           const float *bias, const pvg_act *act, float *y, float *ws, int nbuf)
+{
+    fast_job j = { .d = d, .x = x, .wp = wp, .bias = bias, .act = act, .y = y, .ws = ws };
+    run_tiles(pool, d, &j, nbuf, packed_tiles);
 }

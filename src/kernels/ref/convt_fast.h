@@ -31,4 +31,14 @@ int64_t pvk_convt_fast_ws_floats(const pvk_convt_fast_desc *d, int nbuf);
 void pvk_convt_fast_f32(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const float *w,
                         const float *bias, const pvg_act *act, float *y, float *ws, int nbuf);
 
+/* The same with the weights packed once (constant W): wp = pvk_gemm_packed_create(K = cin,
+ * N = cout * ks, W as it is in ONNX (cin x cout*ks row-major), no transpose, alpha 1), in any
+ * precision (bf16: the packed bf16 GEMM, operands rounded to bf16, fp32 sums). Per tile the
+ * threads compute colT[tile, cout * ks] = X_tile^T W (X's pixels read as rows in place), turn it
+ * into col and write it out as pvk_convt_fast_f32 does. ws: pvk_convt_fast_packed_ws_floats. */
+typedef struct pvk_gemm_packed pvk_gemm_packed;
+int64_t pvk_convt_fast_packed_ws_floats(const pvk_convt_fast_desc *d, int nbuf);
+void pvk_convt_fast_packed(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const pvk_gemm_packed *wp,
+                           const float *bias, const pvg_act *act, float *y, float *ws, int nbuf);
+
 #endif

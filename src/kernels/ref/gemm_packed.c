@@ -91,7 +91,7 @@ static float bf16_value(uint16_t h)
 
 typedef struct bf16_job {
     int64_t N, K;
-    const float *A; int64_t lda;
+    const float *A; int64_t ars, acs;   /* A[i][k] at i * ars + k * acs */
     const uint16_t *B;        /* op(B) rounded, K x N row-major */
     float *C; int64_t ldc;
     float beta;
@@ -110,7 +110,7 @@ static void bf16_rows(void *ctx, int64_t begin, int64_t end, int tid)
             for (int64_t n = 0; n < nn; n++) acc[n] = 0.0;
             for (int64_t k0 = 0; k0 < j->K; k0 += 256) {
                 int64_t kk = PVC_MIN(256, j->K - k0);
-                for (int64_t k = 0; k < kk; k++) arow[k] = bf16_value(pvk_bf16_round(j->A[i * j->lda + k0 + k]));
+                for (int64_t k = 0; k < kk; k++) arow[k] = bf16_value(pvk_bf16_round(j->A[i * j->ars + (k0 + k) * j->acs]));
                 for (int64_t k = 0; k < kk; k++) {
                     const uint16_t *b = j->B + (k0 + k) * j->N + n0;
                     double a = arow[k];
@@ -124,9 +124,9 @@ static void bf16_rows(void *ctx, int64_t begin, int64_t end, int tid)
 }
 
 static void bf16_ref_plain(pvc_pool *pool, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                           const uint16_t *B, float *C, int64_t ldc, float beta)
+                           bool trans_a, const uint16_t *B, float *C, int64_t ldc, float beta)
 {
-    bf16_job j = { N, K, A, lda, B, C, ldc, beta };
+    bf16_job j = { N, K, A, trans_a ? 1 : lda, trans_a ? lda : 1, B, C, ldc, beta };
     pvc_parallel_for((double)M * (double)N * (double)K < 1e6 ? NULL : pool, M, 1, bf16_rows, &j);
 }
 
@@ -142,7 +142,7 @@ void pvk_gemm_bf16_ref(pvc_pool *pool, int64_t M, int64_t N, int64_t K, const fl
     }
     for (int64_t k = 0; k < K; k++)
         for (int64_t n = 0; n < N; n++) b[k * N + n] = pvk_bf16_round(trans_b ? B[n * ldb + k] : B[k * ldb + n]);
-    bf16_ref_plain(pool, M, N, K, A, lda, b, C, ldc, beta);
+    bf16_ref_plain(pool, M, N, K, A, lda, false, b, C, ldc, beta);
     pvc_free(b);
 }
 
@@ -280,6 +280,7 @@ typedef struct pk_job {
     const pvk_gemm_pk *pk;
     int64_t M;
     const float *A; int64_t lda;
+    bool trans_a;         /* A given K x M (pack_at) */
     float *C; int64_t ldc;
     bool accumulate;
     pvk_gemm_epilogue ep;
@@ -333,7 +334,7 @@ static void pk_piece(const pk_job *j, int64_t m0, int64_t mc, int64_t n0, int64_
             if (j->apacked)
                 ap = j->apacked + (size_t)((m0 / j->mcb) * j->nks + k0 / j->kc) * j->ablock;
             else
-                pk->pack_a(j->A, j->lda, m0, mc, k0, kc, apack);
+                (j->trans_a ? pk->pack_at : pk->pack_a)(j->A, j->lda, m0, mc, k0, kc, apack);
             int64_t calls = (mc + mr - 1) / mr;
             for (int64_t n = c0; n < c1; n += nr) {
                 const char *b = (const char *)g->data + (size_t)(n / nr) * g->panel_bytes + (size_t)(k0 * nr * pk->esize);
@@ -431,18 +432,18 @@ static void pk_prepack(void *ctx, int64_t begin, int64_t end, int tid)
         if (m0 >= j->M) continue;
         int64_t kc = PVC_MIN(j->kc, j->g->K - k0), kcp = (kc + pk->kstep - 1) / pk->kstep * pk->kstep;
         char *dst = j->apacked + (size_t)blk * j->ablock + (size_t)(p * pk->mr * kcp * pk->esize);
-        pk->pack_a(j->A, j->lda, m0, PVC_MIN(pk->mr, j->M - m0), k0, kc, dst);
+        (j->trans_a ? pk->pack_at : pk->pack_a)(j->A, j->lda, m0, PVC_MIN(pk->mr, j->M - m0), k0, kc, dst);
     }
 }
 
 void pvk_gemm_packed_run_ep(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
                             float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *epi)
 {
-    pvk_gemm_packed_run_ws(g, pool, M, A, lda, C, ldc, beta, epi, NULL);
+    pvk_gemm_packed_run_ws(g, pool, M, A, lda, false, C, ldc, beta, epi, NULL);
 }
 
 void pvk_gemm_packed_run_ws(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M, const float *A, int64_t lda,
-                            float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *epi, void *ws)
+                            bool trans_a, float *C, int64_t ldc, float beta, const pvk_gemm_epilogue *epi, void *ws)
 {
     if (M <= 0) return;
     pvk_gemm_epilogue ep = { 0 };
@@ -451,13 +452,13 @@ void pvk_gemm_packed_run_ws(const pvk_gemm_packed *g, pvc_pool *pool, int64_t M,
     const pvk_gemm_pk *pk = g->v->pk;
     if (!pk) {   /* the oracles, then the epilogue */
         if (g->v->precision == PVC_PREC_BF16)
-            bf16_ref_plain(pool, M, g->N, g->K, A, lda, g->data, C, ldc, beta);
+            bf16_ref_plain(pool, M, g->N, g->K, A, lda, trans_a, g->data, C, ldc, beta);
         else
-            pvk_gemm_f32_ref(pool, M, g->N, g->K, A, lda, false, g->data, g->N, false, C, ldc, 1.0f, beta);
+            pvk_gemm_f32_ref(pool, M, g->N, g->K, A, lda, trans_a, g->data, g->N, false, C, ldc, 1.0f, beta);
         if (epilogue_any(&ep)) epilogue(C, ldc, 0, M, 0, g->N, &ep);
         return;
     }
-    pk_job j = { .g = g, .pk = pk, .M = M, .A = A, .lda = lda, .C = C, .ldc = ldc, .accumulate = beta != 0.0f,
+    pk_job j = { .g = g, .pk = pk, .M = M, .A = A, .lda = lda, .trans_a = trans_a, .C = C, .ldc = ldc, .accumulate = beta != 0.0f,
                  .ep = ep };
     pk_geometry(g, M, &j);
     /* Below ~4 MFLOP waking the pool costs about what it saves. */

@@ -117,4 +117,25 @@ static void pack_a(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t 
     }
 }
 
-const pvk_gemm_pk pvk_gemm_pk_bf16_avx512bf16 = { MR, NR, 2, 2, 192, 512, pack_a, pvk_bf16_gemm_12x32__avx512bf16 };
+/* The same panels from A given transposed (K x M, row stride lda): rows k and k+1 of A hold the
+ * pair's two values for consecutive m, so each is rounded as 16 lanes, widened to 32 bits and
+ * the odd k's shifted into the high half: word i = bf16(A[k][m+i]) | bf16(A[k+1][m+i]) << 16. */
+static void pack_at(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc, void *restrict dstv)
+{
+    uint32_t *dst = dstv;
+    int64_t np = (kc + 1) / 2;
+    for (int64_t p = 0; p < mc; p += MR, dst += MR * np) {
+        __mmask16 m = lane_mask((int)PVC_MIN(MR, mc - p));
+        const float *src = A + k0 * lda + m0 + p;
+        for (int64_t q = 0; q < np; q++) {
+            const float *r0 = src + 2 * q * lda;
+            __m512 lo = _mm512_maskz_loadu_ps(m, r0);
+            __m512 hi = 2 * q + 1 < kc ? _mm512_maskz_loadu_ps(m, r0 + lda) : _mm512_setzero_ps();
+            __m512i l = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(lo));
+            __m512i h = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(hi));
+            _mm512_mask_storeu_epi32(dst + q * MR, 0x0fff, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+        }
+    }
+}
+
+const pvk_gemm_pk pvk_gemm_pk_bf16_avx512bf16 = { MR, NR, 2, 2, 192, 512, pack_a, pack_at, pvk_bf16_gemm_12x32__avx512bf16 };

@@ -176,4 +176,9 @@ static void pk_kernel(int64_t kc, const void *restrict a, const void *restrict b
     pvk_f32_gemm_12x32__avx512(kc, a, b, c, ldc, mr, nr, 1.0f, overwrite, pf);
 }
 
-const pvk_gemm_pk pvk_gemm_pk_f32_avx512 = { MR, NR, 1, 4, 192, 256, pk_pack_a, pk_kernel };
+static void pk_pack_at(const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0, int64_t kc, void *restrict dst)
+{
+    pack_a(A, lda, true, m0, mc, k0, kc, dst);
+}
+
+const pvk_gemm_pk pvk_gemm_pk_f32_avx512 = { MR, NR, 1, 4, 192, 256, pk_pack_a, pk_pack_at, pk_kernel };
