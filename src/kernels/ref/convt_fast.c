@@ -44,12 +44,24 @@ static inline float act1(float v, pvg_act_kind kind, float alpha, float beta)
     return v;
 }
 
-/* dst[w * kw + e] = act(src[e * ld + w] + bias) for w < nw, e < kw: one output row segment from
- * the kw col rows that interleave into it. kind is a constant where row_out calls it. */
-static inline void row_act(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw,
-                           float bias, pvg_act_kind kind, float alpha, float beta)
+/* dst[w * kw + e] = act(v(w, e) + bias) for w < nw, e < kw: one output row segment. Channel-major
+ * source (col, ld = its row length: the kw col rows that interleave into the segment):
+ * v = src[e * ld + w]; pixel-major (colT, ld = its row length: a pixel's kw values side by side):
+ * v = src[w * ld + e]. kind and pix are constants where row_out calls it. */
+static inline void row_act(float *restrict dst, const float *restrict src, int64_t ld, bool pix, int64_t kw,
+                           int64_t nw, float bias, pvg_act_kind kind, float alpha, float beta)
 {
-    if (kw == 1) {
+    if (pix) {
+        if (kw == 2) {
+            for (int64_t w = 0; w < nw; w++) {
+                dst[2 * w] = act1(src[w * ld] + bias, kind, alpha, beta);
+                dst[2 * w + 1] = act1(src[w * ld + 1] + bias, kind, alpha, beta);
+            }
+        } else {
+            for (int64_t w = 0; w < nw; w++)
+                for (int64_t e = 0; e < kw; e++) dst[w * kw + e] = act1(src[w * ld + e] + bias, kind, alpha, beta);
+        }
+    } else if (kw == 1) {
         for (int64_t w = 0; w < nw; w++) dst[w] = act1(src[w] + bias, kind, alpha, beta);
     } else if (kw == 2) {
         const float *s1 = src + ld;
@@ -72,44 +84,19 @@ static inline void row_act(float *restrict dst, const float *restrict src, int64
     }
 }
 
-/* dst[w * kw + e] = act(src[w * ld + e] + bias) for w < nw, e < kw: one output row segment from
- * colT, whose pixel rows are ld apart and hold the kw values of a pixel side by side. */
-static inline void row_act_t(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw,
-                             float bias, pvg_act_kind kind, float alpha, float beta)
-{
-    if (kw == 2) {
-        for (int64_t w = 0; w < nw; w++) {
-            dst[2 * w] = act1(src[w * ld] + bias, kind, alpha, beta);
-            dst[2 * w + 1] = act1(src[w * ld + 1] + bias, kind, alpha, beta);
-        }
-    } else {
-        for (int64_t w = 0; w < nw; w++)
-            for (int64_t e = 0; e < kw; e++) dst[w * kw + e] = act1(src[w * ld + e] + bias, kind, alpha, beta);
+#define ROW_OUT(PIX)                                                                                      \
+    switch (act ? act->kind : PVG_ACT_NONE) {                                                             \
+    case PVG_ACT_NONE: row_act(dst, src, ld, PIX, kw, nw, bias, PVG_ACT_NONE, 0.0f, 0.0f); return;        \
+    case PVG_ACT_RELU: row_act(dst, src, ld, PIX, kw, nw, bias, PVG_ACT_RELU, 0.0f, 0.0f); return;        \
+    case PVG_ACT_LEAKY_RELU: row_act(dst, src, ld, PIX, kw, nw, bias, PVG_ACT_LEAKY_RELU, act->alpha, 0.0f); return; \
+    case PVG_ACT_CLIP: row_act(dst, src, ld, PIX, kw, nw, bias, PVG_ACT_CLIP, act->alpha, act->beta); return; \
+    case PVG_ACT_GELU: row_act(dst, src, ld, PIX, kw, nw, bias, PVG_ACT_GELU, 0.0f, 0.0f); return;        \
     }
-}
 
-static void row_out_t(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw, float bias,
-                      const pvg_act *act)
+static void row_out(float *restrict dst, const float *restrict src, int64_t ld, bool pix, int64_t kw, int64_t nw,
+                    float bias, const pvg_act *act)
 {
-    switch (act ? act->kind : PVG_ACT_NONE) {
-    case PVG_ACT_NONE: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_NONE, 0.0f, 0.0f); return;
-    case PVG_ACT_RELU: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_RELU, 0.0f, 0.0f); return;
-    case PVG_ACT_LEAKY_RELU: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_LEAKY_RELU, act->alpha, 0.0f); return;
-    case PVG_ACT_CLIP: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_CLIP, act->alpha, act->beta); return;
-    case PVG_ACT_GELU: row_act_t(dst, src, ld, kw, nw, bias, PVG_ACT_GELU, 0.0f, 0.0f); return;
-    }
-}
-
-static void row_out(float *restrict dst, const float *restrict src, int64_t ld, int64_t kw, int64_t nw, float bias,
-                    const pvg_act *act)
-{
-    switch (act ? act->kind : PVG_ACT_NONE) {
-    case PVG_ACT_NONE: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_NONE, 0.0f, 0.0f); return;
-    case PVG_ACT_RELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_RELU, 0.0f, 0.0f); return;
-    case PVG_ACT_LEAKY_RELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_LEAKY_RELU, act->alpha, 0.0f); return;
-    case PVG_ACT_CLIP: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_CLIP, act->alpha, act->beta); return;
-    case PVG_ACT_GELU: row_act(dst, src, ld, kw, nw, bias, PVG_ACT_GELU, 0.0f, 0.0f); return;
-    }
+    if (pix) { ROW_OUT(true) } else { ROW_OUT(false) }
 }
 
 typedef struct fast_job {
@@ -121,23 +108,28 @@ typedef struct fast_job {
     int64_t xsz, ysz, rows, tiles;   /* tiles per batch item */
 } fast_job;
 
-/* Writes col (rows x np: X pixels [p0, p0 + np) of batch item n) to its output positions. */
-static void depth_to_space(const fast_job *j, const float *col, int64_t n, int64_t p0, int64_t np)
+/* Writes the tile's product (X pixels [p0, p0 + np) of batch item n) to its output positions:
+ * col (rows x np, channel-major) or, pix, colT (np x rows, a pixel's cout * ks values side by
+ * side: each output row segment then reads its pixels rows apart; the lines it reads, one per
+ * pixel, stay in L1 while the channels walk across them, and a transpose into col first
+ * measured slower, its own pass over the tile). */
+static void depth_to_space(const fast_job *j, const float *buf, bool pix, int64_t n, int64_t p0, int64_t np)
 {
     const pvk_convt_fast_desc *d = j->d;
     int64_t H = d->in[1], W = d->in[2], kd = d->k[0], kh = d->k[1], kw = d->k[2];
     int64_t OH = H * kh, OW = W * kw, ks = kd * kh * kw;
+    int64_t ld = pix ? j->rows : np, pstride = pix ? j->rows : 1, rstride = pix ? 1 : np;
     float *yn = j->y + n * d->cout * j->ysz;
     for (int64_t p = p0; p < p0 + np;) {   /* segments within one X row */
         int64_t zy = p / W, w0 = p % W, nw = PVC_MIN(W - w0, p0 + np - p);
         float *ybase = yn + ((zy / H) * kd * OH + (zy % H) * kh) * OW + w0 * kw;
-        const float *src = col + (p - p0);
+        const float *src = buf + (p - p0) * pstride;
         for (int64_t co = 0; co < d->cout; co++) {
             float b0 = j->bias ? j->bias[co] : 0.0f;
             for (int64_t a = 0; a < kd; a++)
                 for (int64_t b = 0; b < kh; b++)
-                    row_out(ybase + co * j->ysz + (a * OH + b) * OW, src + (co * ks + (a * kh + b) * kw) * np, np, kw,
-                            nw, b0, j->act);
+                    row_out(ybase + co * j->ysz + (a * OH + b) * OW, src + (co * ks + (a * kh + b) * kw) * rstride, ld,
+                            pix, kw, nw, b0, j->act);
         }
         p += nw;
     }
@@ -152,7 +144,7 @@ static void fast_tiles(void *ctx, int64_t begin, int64_t end, int tid)
         int64_t n = t / j->tiles, p0 = t % j->tiles * d->tile, np = PVC_MIN(d->tile, j->xsz - p0);
         pvk_gemm_f32(NULL, j->rows, np, d->cin, j->w, j->rows, true, j->x + n * d->cin * j->xsz + p0, j->xsz, false,
                      col, np, 1.0f, 0.0f);
-        depth_to_space(j, col, n, p0, np);
+        depth_to_space(j, col, false, n, p0, np);
     }
 }
 
@@ -181,31 +173,6 @@ int64_t pvk_convt_fast_packed_ws_floats(const pvk_convt_fast_desc *d, int nbuf)
     return pvk_convt_fast_ws_floats(d, nbuf);   /* colT per thread */
 }
 
-/* depth_to_space from colT (np x rows, a pixel's cout * ks values side by side): each output
- * row segment reads its pixels' kw values rows apart. Per segment of <= tile pixels the lines it
- * reads (one per pixel) stay in L1 while the channels walk across them, 16 floats = 16 / ks
- * channels per line; a transpose into col first measured slower (its own pass over the tile). */
-static void depth_to_space_t(const fast_job *j, const float *colT, int64_t n, int64_t p0, int64_t np)
-{
-    const pvk_convt_fast_desc *d = j->d;
-    int64_t H = d->in[1], W = d->in[2], kd = d->k[0], kh = d->k[1], kw = d->k[2];
-    int64_t OH = H * kh, OW = W * kw, ks = kd * kh * kw;
-    float *yn = j->y + n * d->cout * j->ysz;
-    for (int64_t p = p0; p < p0 + np;) {
-        int64_t zy = p / W, w0 = p % W, nw = PVC_MIN(W - w0, p0 + np - p);
-        float *ybase = yn + ((zy / H) * kd * OH + (zy % H) * kh) * OW + w0 * kw;
-        const float *src = colT + (p - p0) * j->rows;
-        for (int64_t co = 0; co < d->cout; co++) {
-            float b0 = j->bias ? j->bias[co] : 0.0f;
-            for (int64_t a = 0; a < kd; a++)
-                for (int64_t b = 0; b < kh; b++)
-                    row_out_t(ybase + co * j->ysz + (a * OH + b) * OW, src + co * ks + (a * kh + b) * kw, j->rows, kw, nw,
-                              b0, j->act);
-        }
-        p += nw;
-    }
-}
-
 static void packed_tiles(void *ctx, int64_t begin, int64_t end, int tid)
 {
     const fast_job *j = ctx;
@@ -215,7 +182,7 @@ static void packed_tiles(void *ctx, int64_t begin, int64_t end, int tid)
         int64_t n = t / j->tiles, p0 = t % j->tiles * d->tile, np = PVC_MIN(d->tile, j->xsz - p0);
         pvk_gemm_packed_run_ws(j->wp, NULL, np, j->x + n * d->cin * j->xsz + p0, j->xsz, true, colT, j->rows, 0.0f,
                                NULL, NULL);
-        depth_to_space_t(j, colT, n, p0, np);
+        depth_to_space(j, colT, true, n, p0, np);
     }
 }
 
