@@ -5,7 +5,9 @@
  * 2x2, ReLU, bias), one thread, best of 10 on the shared 2-vCPU box at load 4-6: 19-32 ms
  * against 35-58 ms for the general path (memset + GEMM + col2im + bias/act pass); the GEMM is
  * ~2/3 of the time, the copy ~15%, packing W^T per tile ~7% (tiles of 64K..256K col floats
- * measured within noise of each other). */
+ * measured within noise of each other). With W packed once (pvk_convt_fast_packed: the op's bf16
+ * path) the GEMM is the packed one on X read as a transposed A, and the product comes out
+ * pixel-major (colT). */
 #include "kernels/ref/convt_fast.h"
 #include "kernels/gemm_packed.h"
 
@@ -135,20 +137,25 @@ static void depth_to_space(const fast_job *j, const float *buf, bool pix, int64_
     }
 }
 
+/* Per tile: the product into this thread's buffer, then out. W packed (wp): colT = X_tile^T W,
+ * X's pixels read in place as the rows of a transposed A; else col = W^T X_tile. */
 static void fast_tiles(void *ctx, int64_t begin, int64_t end, int tid)
 {
     const fast_job *j = ctx;
     const pvk_convt_fast_desc *d = j->d;
-    float *col = j->ws + (int64_t)tid * j->rows * d->tile;
+    float *buf = j->ws + (int64_t)tid * j->rows * d->tile;
     for (int64_t t = begin; t < end; t++) {
         int64_t n = t / j->tiles, p0 = t % j->tiles * d->tile, np = PVC_MIN(d->tile, j->xsz - p0);
-        pvk_gemm_f32(NULL, j->rows, np, d->cin, j->w, j->rows, true, j->x + n * d->cin * j->xsz + p0, j->xsz, false,
-                     col, np, 1.0f, 0.0f);
-        depth_to_space(j, col, false, n, p0, np);
+        const float *xt = j->x + n * d->cin * j->xsz + p0;
+        if (j->wp)
+            pvk_gemm_packed_run_ws(j->wp, NULL, np, xt, j->xsz, true, buf, j->rows, 0.0f, NULL, NULL);
+        else
+            pvk_gemm_f32(NULL, j->rows, np, d->cin, j->w, j->rows, true, xt, j->xsz, false, buf, np, 1.0f, 0.0f);
+        depth_to_space(j, buf, j->wp != NULL, n, p0, np);
     }
 }
 
-static void run_tiles(pvc_pool *pool, const pvk_convt_fast_desc *d, fast_job *j, int nbuf, pvc_range_fn fn)
+static void run_tiles(pvc_pool *pool, const pvk_convt_fast_desc *d, fast_job *j, int nbuf)
 {
     j->xsz = d->in[0] * d->in[1] * d->in[2];
     j->rows = d->cout * d->k[0] * d->k[1] * d->k[2];
@@ -156,14 +163,14 @@ static void run_tiles(pvc_pool *pool, const pvk_convt_fast_desc *d, fast_job *j,
     j->tiles = (j->xsz + d->tile - 1) / d->tile;
     /* one col buffer per thread: a pool larger than the buffers runs on this thread alone */
     if (pvc_pool_threads(pool) > nbuf) pool = NULL;
-    pvc_parallel_for(pool, d->batch * j->tiles, 1, fn, j);
+    pvc_parallel_for(pool, d->batch * j->tiles, 1, fast_tiles, j);
 }
 
 void pvk_convt_fast_f32(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const float *w,
                         const float *bias, const pvg_act *act, float *y, float *ws, int nbuf)
 {
     fast_job j = { .d = d, .x = x, .w = w, .bias = bias, .act = act, .y = y, .ws = ws };
-    run_tiles(pool, d, &j, nbuf, fast_tiles);
+    run_tiles(pool, d, &j, nbuf);
 }
 
 /* ---- W packed once ----------------------------------------------------------------------------- */
@@ -173,22 +180,9 @@ int64_t pvk_convt_fast_packed_ws_floats(const pvk_convt_fast_desc *d, int nbuf)
     return pvk_convt_fast_ws_floats(d, nbuf);   /* colT per thread */
 }
 
-static void packed_tiles(void *ctx, int64_t begin, int64_t end, int tid)
-{
-    const fast_job *j = ctx;
-    const pvk_convt_fast_desc *d = j->d;
-    float *colT = j->ws + (int64_t)tid * j->rows * d->tile;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t n = t / j->tiles, p0 = t % j->tiles * d->tile, np = PVC_MIN(d->tile, j->xsz - p0);
-        pvk_gemm_packed_run_ws(j->wp, NULL, np, j->x + n * d->cin * j->xsz + p0, j->xsz, true, colT, j->rows, 0.0f,
-                               NULL, NULL);
-        depth_to_space(j, colT, true, n, p0, np);
-    }
-}
-
 void pvk_convt_fast_packed(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const pvk_gemm_packed *wp,
                            const float *bias, const pvg_act *act, float *y, float *ws, int nbuf)
 {
     fast_job j = { .d = d, .x = x, .wp = wp, .bias = bias, .act = act, .y = y, .ws = ws };
-    run_tiles(pool, d, &j, nbuf, packed_tiles);
+    run_tiles(pool, d, &j, nbuf);
 }
