@@ -225,6 +225,35 @@ static double *naive_bf16(const prob *p, const bufs *b)
     return y;
 }
 
+/* The AVX-512 output row pass against its plain twin, bit for bit: every activation it takes
+ * (and none), odd row lengths and strides, NaN, -0 and values at the clip bounds; the row past
+ * nw pairs is never written. */
+static void test_pix2_twin(void **state)
+{
+    (void)state;
+    if (pvc_isa_selected() < PVC_ISA_AVX512) { print_message("no AVX-512 here: twin not run\n"); return; }
+    const pvg_act acts[] = { { PVG_ACT_NONE, 0, 0 }, { PVG_ACT_RELU, 0, 0 }, { PVG_ACT_LEAKY_RELU, 0.1f, 0 },
+                             { PVG_ACT_CLIP, -0.3f, 0.5f }, { PVG_ACT_CLIP, 0.5f, -0.3f } };
+    float src[64 * 37], a[2 * 64 + GUARD], b[2 * 64 + GUARD];
+    for (int c = 0; c < 400; c++) {
+        int64_t ld = 2 + urand(35), nw = urand(41);
+        for (int64_t i = 0; i < 64 * 37; i++) {
+            uint32_t r = urand(16);
+            src[i] = r == 0 ? NAN : r == 1 ? -0.0f : r == 2 ? -0.3f : r == 3 ? 0.5f : frand();
+        }
+        const pvg_act *act = c % 6 == 5 ? NULL : &acts[c % 5];
+        float bias = urand(2) ? 0.0f : frand();
+        for (int i = 0; i < 2 * 64 + GUARD; i++) a[i] = b[i] = GUARD_VAL;
+        pvk_convt_pix2_ref(a, src, ld, nw, bias, act);
+        pvk_convt_pix2_avx512(b, src, ld, nw, bias, act);
+        assert_memory_equal(a, b, sizeof a);
+        for (int64_t i = 2 * nw; i < 2 * 64 + GUARD; i++) assert_true(b[i] == GUARD_VAL);
+    }
+    const pvg_act gelu = { PVG_ACT_GELU, 0, 0 };
+    assert_null(pvk_convt_pix2_select(&gelu));
+    assert_true(pvk_convt_pix2_select(NULL) == pvk_convt_pix2_avx512);
+}
+
 static void test_kernel_random(void **state)
 {
     (void)state;
@@ -390,6 +419,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pix2_twin),
         cmocka_unit_test(test_kernel_random),
         cmocka_unit_test(test_kernel_neck),
         cmocka_unit_test(test_tile_choice),

@@ -159,10 +159,10 @@ static pv_status convt_prepare(pvg_prep *p)
     if (c->fast && X->dtype == PV_F32 && W->dtype == PV_F32 && W->data && p->precision == PVC_PREC_BF16 &&
         pvk_gemm_packed_select(PVC_PREC_BF16)->precision == PVC_PREC_BF16) {
         /* bf16: the pre-packed bf16 GEMM (W packed once, vdpbf16ps); W lives on the packed copy.
-         * Its product comes out pixel-major (colT), which the output pass reads strided: in fp32
-         * that costs more than the GEMM saves (BEV neck 2x2 256->256 at 90x90, 2 threads, three
-         * alternating runs: 19.6-20.1 ms packed vs 15.8-19.1 ms per-tile GEMM), in bf16 it pays
-         * (13.1-15.0 vs 15.9-19.9 ms). */
+         * BEV neck 2x2 256->256 at 90x90, 2 threads, three alternating runs: 9.7-11.0 ms against
+         * 15.9-19.9 ms for the per-tile GEMM. fp32 stays on the per-tile GEMM: the packed fp32
+         * one measured 18.5-19.8 ms against 14.9-21.0 (its GEMM runs at ~57 % of peak on these
+         * 128-pixel tiles, not understood yet). */
         pvc_msg m = {{0}};
         if ((s = pvk_gemm_packed_create(cin, rows, W->data, rows, false, 1.0f, p->precision, NULL, &c->wp, &m)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", m.text);

@@ -105,6 +105,7 @@ typedef struct fast_job {
     const pvk_convt_fast_desc *d;
     const float *x, *w, *bias;
     const pvk_gemm_packed *wp;       /* packed path: W packed once (else NULL) */
+    pvk_convt_pix2_fn pix2;          /* packed path, kernel width 2: the selected row pass */
     const pvg_act *act;
     float *y, *ws;
     int64_t xsz, ysz, rows, tiles;   /* tiles per batch item */
@@ -129,9 +130,12 @@ static void depth_to_space(const fast_job *j, const float *buf, bool pix, int64_
         for (int64_t co = 0; co < d->cout; co++) {
             float b0 = j->bias ? j->bias[co] : 0.0f;
             for (int64_t a = 0; a < kd; a++)
-                for (int64_t b = 0; b < kh; b++)
-                    row_out(ybase + co * j->ysz + (a * OH + b) * OW, src + (co * ks + (a * kh + b) * kw) * rstride, ld,
-                            pix, kw, nw, b0, j->act);
+                for (int64_t b = 0; b < kh; b++) {
+                    float *dst = ybase + co * j->ysz + (a * OH + b) * OW;
+                    const float *s = src + (co * ks + (a * kh + b) * kw) * rstride;
+                    if (pix && kw == 2 && j->pix2) j->pix2(dst, s, ld, nw, b0, j->act);
+                    else row_out(dst, s, ld, pix, kw, nw, b0, j->act);
+                }
         }
         p += nw;
     }
@@ -175,6 +179,20 @@ void pvk_convt_fast_f32(pvc_pool *pool, const pvk_convt_fast_desc *d, const floa
 
 /* ---- W packed once ----------------------------------------------------------------------------- */
 
+void pvk_convt_pix2_ref(float *dst, const float *src, int64_t ld, int64_t nw, float bias, const pvg_act *act)
+{
+    row_out(dst, src, ld, true, 2, nw, bias, act);
+}
+
+pvk_convt_pix2_fn pvk_convt_pix2_select(const pvg_act *act)
+{
+#if defined(__x86_64__) || defined(_M_X64)
+    if (pvc_isa_selected() >= PVC_ISA_AVX512 && !(act && act->kind == PVG_ACT_GELU)) return pvk_convt_pix2_avx512;
+#endif
+    (void)act;
+    return NULL;
+}
+
 int64_t pvk_convt_fast_packed_ws_floats(const pvk_convt_fast_desc *d, int nbuf)
 {
     return pvk_convt_fast_ws_floats(d, nbuf);   /* colT per thread */
@@ -183,6 +201,6 @@ int64_t pvk_convt_fast_packed_ws_floats(const pvk_convt_fast_desc *d, int nbuf)
 void pvk_convt_fast_packed(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const pvk_gemm_packed *wp,
                            const float *bias, const pvg_act *act, float *y, float *ws, int nbuf)
 {
-    fast_job j = { .d = d, .x = x, .wp = wp, .bias = bias, .act = act, .y = y, .ws = ws };
+    fast_job j = { .d = d, .x = x, .wp = wp, .pix2 = pvk_convt_pix2_select(act), .bias = bias, .act = act, .y = y, .ws = ws };
     run_tiles(pool, d, &j, nbuf);
 }

@@ -41,4 +41,14 @@ int64_t pvk_convt_fast_packed_ws_floats(const pvk_convt_fast_desc *d, int nbuf);
 void pvk_convt_fast_packed(pvc_pool *pool, const pvk_convt_fast_desc *d, const float *x, const pvk_gemm_packed *wp,
                            const float *bias, const pvg_act *act, float *y, float *ws, int nbuf);
 
+/* The packed path's output rows for kernel width 2: dst[2w + e] = act(src[w * ld + e] + bias),
+ * w < nw, e < 2 (a pixel's two values side by side in colT, pixels ld floats apart). The plain
+ * twin and the AVX-512 variant (one 64-bit gather per 8 pixels) are bit-identical; act may be
+ * NULL. pvk_convt_pix2_select: the AVX-512 one where this CPU runs it and act is not GELU, else
+ * NULL (the caller's own loop). */
+typedef void (*pvk_convt_pix2_fn)(float *dst, const float *src, int64_t ld, int64_t nw, float bias, const pvg_act *act);
+void pvk_convt_pix2_ref(float *dst, const float *src, int64_t ld, int64_t nw, float bias, const pvg_act *act);
+void pvk_convt_pix2_avx512(float *dst, const float *src, int64_t ld, int64_t nw, float bias, const pvg_act *act);
+pvk_convt_pix2_fn pvk_convt_pix2_select(const pvg_act *act);
+
 #endif
