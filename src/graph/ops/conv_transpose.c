@@ -156,13 +156,11 @@ static pv_status convt_prepare(pvg_prep *p)
             return pvg_prep_fail(p, s, "%s", m.text);
         if (c->dnnl) { p->workspace = ws; p->consumed = 1u << 1; c->fast = false; }   /* W reordered into the primitive's copy */
     }
-    if (c->fast && X->dtype == PV_F32 && W->dtype == PV_F32 && W->data && p->precision == PVC_PREC_BF16 &&
-        pvk_gemm_packed_select(PVC_PREC_BF16)->precision == PVC_PREC_BF16) {
-        /* bf16: the pre-packed bf16 GEMM (W packed once, vdpbf16ps); W lives on the packed copy.
-         * BEV neck 2x2 256->256 at 90x90, 2 threads, three alternating runs: 9.7-11.0 ms against
-         * 15.9-19.9 ms for the per-tile GEMM. fp32 stays on the per-tile GEMM: the packed fp32
-         * one measured 18.5-19.8 ms against 14.9-21.0 (its GEMM runs at ~57 % of peak on these
-         * 128-pixel tiles, not understood yet). */
+    if (c->fast && X->dtype == PV_F32 && W->dtype == PV_F32 && W->data) {
+        /* W packed once for the packed GEMM of the plan's precision (bf16: vdpbf16ps); W lives on
+         * the packed copy. BEV neck 2x2 256->256 at 90x90, 2 threads, three alternating runs:
+         * fp32 13.8-14.9 ms against 16.4-18.2 for the per-tile GEMM (which packs W^T per tile),
+         * bf16 8.7-10.2 against 15.9-19.9. */
         pvc_msg m = {{0}};
         if ((s = pvk_gemm_packed_create(cin, rows, W->data, rows, false, 1.0f, p->precision, NULL, &c->wp, &m)) != PV_OK)
             return pvg_prep_fail(p, s, "%s", m.text);
