@@ -9,7 +9,8 @@
  * kernel == stride, no padding, no dilation, group 1 (every output pixel gets exactly one
  * product sum: BEVFusion's 2x2 stride-2 neck): kernels/ref/convt_fast, one GEMM per tile of
  * input pixels written straight to the output with bias + activation (no memset, no col2im,
- * no epilogue pass), for f32 and the f16/bf16 staging alike. */
+ * no epilogue pass), for f32 and the f16/bf16 staging alike; with f32 X and constant f32 W,
+ * W is packed once for the packed GEMM of the plan's precision (pvk_convt_fast_packed). */
 #include "graph/ops/conv_attrs.h"
 #include "graph/ops/lowp.h"
 #include "kernels/dnnl/conv_dnnl.h"
