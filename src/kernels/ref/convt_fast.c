@@ -5,9 +5,9 @@
  * 2x2, ReLU, bias), one thread, best of 10 on the shared 2-vCPU box at load 4-6: 19-32 ms
  * against 35-58 ms for the general path (memset + GEMM + col2im + bias/act pass); the GEMM is
  * ~2/3 of the time, the copy ~15%, packing W^T per tile ~7% (tiles of 64K..256K col floats
- * measured within noise of each other). With W packed once (pvk_convt_fast_packed: the op's bf16
- * path) the GEMM is the packed one on X read as a transposed A, and the product comes out
- * pixel-major (colT). */
+ * measured within noise of each other). With W packed once (pvk_convt_fast_packed: the op's path
+ * for a constant f32 W, fp32 or bf16) the GEMM is the packed one on X read as a transposed A, and
+ * the product comes out pixel-major (colT). */
 #include "kernels/ref/convt_fast.h"
 #include "kernels/gemm_packed.h"
 
