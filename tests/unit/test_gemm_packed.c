@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/dnnl/conv_dnnl.h"
 #include "kernels/dnnl/matmul_dnnl.h"
 #include "kernels/gemm_packed.h"
 #include "kernels/ref/eltwise_simd.h"
@@ -583,6 +584,13 @@ static void test_ops(void **state)
 static void test_dnnl_matmul(void **state)
 {
     (void)state;
+    /* the measured table's long-K fp32 row: oneDNN for unshared weights only (and not below it) */
+    const char *forced = getenv("PERCEIVE_DNNL_MATMUL");
+    if (pvk_dnnl_available() && pvc_isa_selected() >= PVC_ISA_AVX512 && !(forced && *forced)) {
+        assert_true(pvk_dnnl_matmul_pick(192, 1280, 5120, PVC_PREC_FP32, 2, false));
+        assert_false(pvk_dnnl_matmul_pick(192, 1280, 5120, PVC_PREC_FP32, 2, true));
+        assert_false(pvk_dnnl_matmul_pick(192, 5120, 1280, PVC_PREC_FP32, 2, false));
+    }
     int64_t M = 37, N = 70, K = 131, lda = K + 3, ldc = N + 5;
     float *A = malloc(sizeof(float) * (size_t)(M * lda)), *B = malloc(sizeof(float) * (size_t)(N * K));
     float *Bs = malloc(sizeof(float) * (size_t)(N * K)), *bias = malloc(sizeof(float) * (size_t)N);

@@ -73,7 +73,7 @@ static pv_status gemm_prepare(pvg_prep *p)
         pvc_msg msg = {{0}};
         g->c_bias = g->has_c && g->beta == 1.0f && g->c_rs == 0 && g->c_cs == 1;
         bool dnnl_ok = !g->has_c || g->beta == 0.0f || g->c_bias;
-        if (dnnl_ok && pvk_dnnl_matmul_pick(g->M, g->N, g->K, p->precision, p->threads)) {
+        if (dnnl_ok && pvk_dnnl_matmul_pick(g->M, g->N, g->K, p->precision, p->threads, true)) {
             /* oneDNN's matmul is made per M; its reordered weights are shared when the layout
              * it wants for this M is the one the first plan reordered to (else: packed GEMM) */
             pvk_dnnl_weights *w = pvg_shared_dnnl_find(p->g, bv, g->tb, g->alpha, p->precision);
@@ -104,7 +104,7 @@ static pv_status gemm_prepare(pvg_prep *p)
         int64_t ldb = g->tb ? g->K : g->N;
         g->c_bias = g->has_c && g->beta == 1.0f && g->c_rs == 0 && g->c_cs == 1;
         bool dnnl_ok = !g->has_c || g->beta == 0.0f || g->c_bias;
-        if (dnnl_ok && pvk_dnnl_matmul_pick(g->M, g->N, g->K, p->precision, p->threads)) {
+        if (dnnl_ok && pvk_dnnl_matmul_pick(g->M, g->N, g->K, p->precision, p->threads, false)) {
             if ((s = pvk_dnnl_matmul_create(g->M, g->N, g->K, g->K, B->data, ldb, g->tb, g->alpha, g->N, g->c_bias,
                                             &p->node->act, p->precision, p->threads, &g->dnnl, &p->workspace, &msg)) != PV_OK)
                 return pvg_prep_fail(p, s, "%s", msg.text);

@@ -42,7 +42,7 @@ static pv_status make_kernel(pvg_prep *p, linear_params *l, const pvc_tensor *W)
     int64_t ldb = l->tb ? l->K : l->N;
     int wv = p->node && p->node->in ? p->node->in[1] : -1;
     bool share = p->g && p->g->share_packed && wv >= 0 && p->g->values[wv].is_const;
-    if (pvk_dnnl_matmul_pick(l->M, l->N, l->K, p->precision, p->threads)) {
+    if (pvk_dnnl_matmul_pick(l->M, l->N, l->K, p->precision, p->threads, share)) {
         pvk_dnnl_weights *w = share ? pvg_shared_dnnl_find(p->g, wv, l->tb, l->alpha, p->precision) : NULL;
         s = pvk_dnnl_matmul_create_shared(l->M, l->N, l->K, l->K, W->data, ldb, l->tb, l->alpha, l->N, l->has_bias, NULL,
                                           p->precision, p->threads, w, &l->dnnl, &l->dnnl_ws, &msg);

@@ -82,7 +82,7 @@ static pv_status matmul_prepare(pvg_prep *p)
     if (A->dtype == PV_F32 && B->data && B->rank == 2 && m->g.fold && m->g.K > 0 && m->g.N > 0) {
         int64_t rows = m->g.nbatch * m->g.M;
         pvc_msg msg = {{0}};
-        if (rows > 0 && pvk_dnnl_matmul_pick(rows, m->g.N, m->g.K, p->precision, p->threads)) {
+        if (rows > 0 && pvk_dnnl_matmul_pick(rows, m->g.N, m->g.K, p->precision, p->threads, false)) {
             if ((s = pvk_dnnl_matmul_create(rows, m->g.N, m->g.K, m->g.K, B->data, m->g.N, false, 1.0f, m->g.N, false, &p->node->act,
                                             p->precision, p->threads, &m->dnnl, &p->workspace, &msg)) != PV_OK)
                 return pvg_prep_fail(p, s, "%s", msg.text);

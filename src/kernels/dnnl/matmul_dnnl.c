@@ -19,30 +19,38 @@ typedef struct pick_rule {
     pvc_precision precision;
     pvc_isa       min_isa;   /* matches when pvc_isa_selected() >= this */
     int64_t       max_k;     /* ... and K <= max_k (0: any K) */
+    int64_t       min_k;     /* ... and K >= min_k */
+    bool          unshared;  /* ... and the weights are not shared by several plans */
     bool          dnnl;
     const char   *why;       /* the measurement behind the row */
 } pick_rule;
 
 static const pick_rule rules[] = {
-    { PVC_PREC_BF16, PVC_ISA_AMX, 0, true,
+    { PVC_PREC_BF16, PVC_ISA_AMX, 0, 0, false, true,
       "bf16 on AMX tiles (brg:avx512_core_amx), 1 thread, load 3-4: 192x3840x1280 643-934, "
       "192x1280x1280 324-931, 192x5120x1280 298, 192x1280x5120 282-616, 500x256x128 359 vs the "
       "vdpbf16ps kernel 67-79, 59-70, 45, 45-81, 57 and fp32 packed 65-145" },
-    { PVC_PREC_BF16, PVC_ISA_AVX512_BF16, 0, false,
+    { PVC_PREC_BF16, PVC_ISA_AVX512_BF16, 0, 0, false, false,
       "bf16 without AMX (PERCEIVE_ISA=avx512_bf16, brg:avx512_core_bf16), 1 thread, load 3.7: 80, 72, "
       "75, 83 vs the own vdpbf16ps kernel 79, 70, 81, 81 (192x3840x1280, 192x1280x1280, "
       "192x1280x5120, 500x256x128): both ~94% of the vdpbf16ps peak, a tie: own kernel" },
-    { PVC_PREC_FP32, PVC_ISA_AVX512, 256, true,
+    { PVC_PREC_FP32, PVC_ISA_AVX512, 256, 0, false, true,
       "fp32 short K (the BEVFusion decoder FFN), brg:avx512_core, 1 thread, same run, load 3.3-4.4: "
       "500x256x128 125 vs packed avx512_12x32 88, 500x128x256 100 vs 82" },
-    { PVC_PREC_FP32, PVC_ISA_SCALAR, 0, false,
+    { PVC_PREC_FP32, PVC_ISA_AVX512, 0, 4096, true, true,
+      "fp32 long K (ViT-H MLP-down 192x1280x5120), brg:avx512_core vs packed avx512_12x32, 2 threads, "
+      "Zen 5, 4 alternating rounds: 81.5-84.5 vs 68.5-79.3 % of the FMA peak; vit4's four fc2 "
+      "MatMuls (PERCEIVE_PROFILE=nodes, 4 alternating runs) 24.7-31.6 vs 32.2-47.7 ms; the Xeon "
+      "of the first round: 90 vs 78 GFLOP/s per core (row below). Weights shared by several plans "
+      "stay packed: a plan whose M wants another oneDNN layout would add a packed copy" },
+    { PVC_PREC_FP32, PVC_ISA_SCALAR, 0, 0, false, false,
       "fp32 ViT-H shapes, brg:avx512_core vs packed avx512_12x32, 1 thread, same run, load 3.3-4.4: "
       "192x3840x1280 103 vs 100, 192x1280x1280 111 vs 109, 192x5120x1280 82 vs 75, 192x1280x5120 "
       "90 vs 78; an earlier quieter run 137-150 vs 140-145 (per core 84-92% vs 88%): within the "
       "box's noise, own kernel (no OpenMP barrier per call, dynamic slices)" },
 };
 
-bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precision, int threads)
+bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precision, int threads, bool shared)
 {
     (void)M; (void)N; (void)threads;
     if (!pvk_dnnl_engine()) return false;
@@ -50,7 +58,8 @@ bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precisi
     if (e && *e) return strcmp(e, "0") != 0;
     pvc_isa isa = pvc_isa_selected();
     for (size_t i = 0; i < PVC_COUNTOF(rules); i++)
-        if (rules[i].precision == precision && isa >= rules[i].min_isa && (!rules[i].max_k || K <= rules[i].max_k))
+        if (rules[i].precision == precision && isa >= rules[i].min_isa && (!rules[i].max_k || K <= rules[i].max_k) &&
+            K >= rules[i].min_k && !(rules[i].unshared && shared))
             return rules[i].dnnl;
     return false;
 }
@@ -300,9 +309,9 @@ const char *pvk_dnnl_matmul_impl(const pvk_dnnl_matmul *m) { return m ? m->impl 
 
 #else /* no oneDNN in this build */
 
-bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precision, int threads)
+bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precision, int threads, bool shared)
 {
-    (void)M; (void)N; (void)K; (void)precision; (void)threads;
+    (void)M; (void)N; (void)K; (void)precision; (void)threads; (void)shared;
     return false;
 }
 

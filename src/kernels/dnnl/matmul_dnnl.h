@@ -15,8 +15,9 @@
 typedef struct pvk_dnnl_matmul pvk_dnnl_matmul;
 
 /* Whether the measured table in matmul_dnnl.c prefers oneDNN over gemm_packed for C[M,N] =
- * A[M,K] * B[K,N] at this precision and thread count (false without oneDNN). */
-bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precision, int threads);
+ * A[M,K] * B[K,N] at this precision and thread count (false without oneDNN). shared: B's copy
+ * is shared by the plans of several M (graph.h share_packed); some rows leave those alone. */
+bool pvk_dnnl_matmul_pick(int64_t M, int64_t N, int64_t K, pvc_precision precision, int threads, bool shared);
 
 /* Makes the primitive for A [M, K] (row stride lda >= K) times B' = alpha * op(B) (B K x N with
  * row stride ldb, or N x K when trans_b), C [M, N] row stride ldc, optional bias [N] given at
